@@ -1,0 +1,210 @@
+//! Pipeline events, so audit logs and UIs can listen without touching the pipeline.
+//!
+//! Two ways to listen, both fed by [`ToolRegistry`](crate::tools::ToolRegistry):
+//! - a [`ToolEventListener`] is called synchronously, in order, for every event (reliable:
+//!   use it for audit; keep it fast);
+//! - `ToolRegistry::subscribe` returns a `tokio::sync::broadcast` receiver (async, may lag
+//!   and drop under load: use it for UIs).
+//!
+//! [`JsonlAuditSink`] writes one JSON line per event, with secret-looking argument keys
+//! (`password`, `token`, `secret`, `key`, ...) redacted.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::tools::permission::{ApprovalDecision, RiskLevel};
+
+/// An event of the invocation pipeline.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ToolEvent {
+    /// Arguments validated and permission granted; the tool is about to run.
+    Started {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        tool: String,
+        /// The arguments.
+        input: Value,
+    },
+    /// The call ended (successfully or not). Emitted for every call that got past lookup.
+    Completed {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        tool: String,
+        /// Whether it succeeded.
+        ok: bool,
+        /// The error kind (`ToolError::kind`), on failure.
+        error_kind: Option<String>,
+        /// The error message, on failure.
+        error: Option<String>,
+        /// Wall time of the whole pipeline for this call.
+        #[serde(serialize_with = "ser_ms")]
+        duration: Duration,
+        /// Whether the render text was truncated.
+        truncated: bool,
+    },
+    /// A destructive call is waiting for the approver.
+    ApprovalRequested {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        tool: String,
+        /// The arguments.
+        input: Value,
+        /// The tool's risk level.
+        risk: RiskLevel,
+    },
+    /// The approver (or the remembered "allow always", or the missing approver) decided.
+    ApprovalDecided {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        tool: String,
+        /// The decision.
+        decision: ApprovalDecision,
+        /// Who decided: `approver`, `remembered` or `no_approver`.
+        by: String,
+    },
+    /// The permission gate refused the call. The tool did not run.
+    PermissionDenied {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+impl ToolEvent {
+    /// The call id the event belongs to.
+    pub fn call_id(&self) -> &str {
+        match self {
+            ToolEvent::Started { call_id, .. }
+            | ToolEvent::Completed { call_id, .. }
+            | ToolEvent::ApprovalRequested { call_id, .. }
+            | ToolEvent::ApprovalDecided { call_id, .. }
+            | ToolEvent::PermissionDenied { call_id, .. } => call_id,
+        }
+    }
+}
+
+/// A synchronous listener of pipeline events. Called in order on the calling task: keep it
+/// fast and never block on the network.
+pub trait ToolEventListener: Send + Sync {
+    /// Receives one event.
+    fn on_event(&self, event: &ToolEvent);
+}
+
+/// Words that mark an argument key as secret (matched case-insensitively as substrings).
+pub const SECRET_KEY_MARKERS: &[&str] = &[
+    "password",
+    "passwd",
+    "token",
+    "secret",
+    "key",
+    "authorization",
+    "cookie",
+    "credential",
+];
+
+/// Returns `value` with the values of secret-looking keys replaced by `"[REDACTED]"`, at
+/// any depth.
+pub fn redact_secrets(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let lower = k.to_ascii_lowercase();
+                    if SECRET_KEY_MARKERS.iter().any(|m| lower.contains(m)) {
+                        (k.clone(), Value::String("[REDACTED]".into()))
+                    } else {
+                        (k.clone(), redact_secrets(v))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact_secrets).collect()),
+        other => other.clone(),
+    }
+}
+
+/// An audit sink writing one JSON object per line: `{"ts_ms": ..., "event": ..., ...}`.
+/// Inputs are redacted with [`redact_secrets`]. Write errors are logged, never raised: the
+/// audit trail must not break tool calls.
+pub struct JsonlAuditSink {
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl JsonlAuditSink {
+    /// Appends to the file at `path`, creating it if needed.
+    pub fn open(path: impl AsRef<Path>) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Self::new(Box::new(file)))
+    }
+
+    /// Writes to any writer.
+    pub fn new(out: Box<dyn Write + Send>) -> Self {
+        Self {
+            out: Mutex::new(out),
+        }
+    }
+}
+
+impl ToolEventListener for JsonlAuditSink {
+    fn on_event(&self, event: &ToolEvent) {
+        let mut value = match serde_json::to_value(event) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, "audit: cannot serialise event");
+                return;
+            }
+        };
+        if let Some(obj) = value.as_object_mut() {
+            if let Some(input) = obj.get("input") {
+                let redacted = redact_secrets(input);
+                obj.insert("input".into(), redacted);
+            }
+            let ts = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0);
+            obj.insert("ts_ms".into(), Value::from(ts));
+        }
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = writeln!(out, "{value}").and_then(|_| out.flush()) {
+            tracing::warn!(error = %e, "audit: write failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn redaction_hides_secret_keys_at_any_depth() {
+        let v = json!({"user": "bob", "Password": "hunter2", "nested": {"api_key": "k", "n": [ {"AuthToken": "t", "ok": 1} ]}});
+        let r = redact_secrets(&v);
+        assert_eq!(r["user"], "bob");
+        assert_eq!(r["Password"], "[REDACTED]");
+        assert_eq!(r["nested"]["api_key"], "[REDACTED]");
+        assert_eq!(r["nested"]["n"][0]["AuthToken"], "[REDACTED]");
+        assert_eq!(r["nested"]["n"][0]["ok"], 1);
+    }
+}

@@ -1,0 +1,471 @@
+//! Permissions: what a tool declares, what the host allows, and who approves the risky ones.
+//!
+//! - [`Permission`]: the levels a tool declares (seed 000).
+//! - [`PermissionConfig`] + [`PermissionChecker`]: the static policy gate, with seed 000's
+//!   rules and default configuration, exactly.
+//! - [`RiskLevel`]: derived from the declared permissions (seed 002). `Delete` and `Shell`
+//!   are destructive, and destructive calls must be approved by an [`Approver`].
+//!
+//! The checker runs before anything executes; a denial never runs the tool.
+
+use std::fmt;
+use std::str::FromStr;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::tools::error::ToolError;
+
+/// A permission level a tool declares it needs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Permission {
+    /// Read-only access (read files, query data).
+    Read,
+    /// Writes (create or modify files, insert data).
+    Write,
+    /// Deletion (remove files or records). Destructive.
+    Delete,
+    /// Network access (HTTP requests and the like).
+    Network,
+    /// Running shell commands. Destructive.
+    Shell,
+    /// File-system operations other than read, write and delete (rename, chmod, ...).
+    FileSystem,
+    /// A custom, namespaced permission (for example `"db.admin"`).
+    Custom(String),
+}
+
+impl Permission {
+    /// The stable lowercase name used in policy files, WIT and JSON: `read`, `write`,
+    /// `delete`, `network`, `shell`, `filesystem`, or the custom string itself.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Permission::Read => "read",
+            Permission::Write => "write",
+            Permission::Delete => "delete",
+            Permission::Network => "network",
+            Permission::Shell => "shell",
+            Permission::FileSystem => "filesystem",
+            Permission::Custom(s) => s,
+        }
+    }
+
+    /// The risk level of this single permission (see [`RiskLevel::of`]).
+    pub fn risk(&self) -> RiskLevel {
+        match self {
+            Permission::Read => RiskLevel::ReadOnly,
+            Permission::Write | Permission::FileSystem => RiskLevel::Write,
+            Permission::Network => RiskLevel::Network,
+            Permission::Delete | Permission::Shell => RiskLevel::Destructive,
+            // A custom permission is opaque to the host: rate it as a write (it may change
+            // something) rather than as read-only. Mark it destructive through a policy
+            // (`denied`) or an approver if it is.
+            Permission::Custom(_) => RiskLevel::Write,
+        }
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Permission {
+    type Err = std::convert::Infallible;
+
+    /// Parses the names of [`Permission::as_str`] (case-insensitive, `file-system` and
+    /// `file_system` accepted too); anything else becomes [`Permission::Custom`].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "read" => Permission::Read,
+            "write" => Permission::Write,
+            "delete" => Permission::Delete,
+            "network" => Permission::Network,
+            "shell" => Permission::Shell,
+            "filesystem" | "file-system" | "file_system" => Permission::FileSystem,
+            _ => Permission::Custom(s.to_string()),
+        })
+    }
+}
+
+impl Serialize for Permission {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Permission {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        // ok: from_str is infallible
+        Ok(s.parse().unwrap_or(Permission::Custom(s)))
+    }
+}
+
+/// The static permission policy (seed 000).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PermissionConfig {
+    /// Allowed permissions. Non-empty means whitelist mode: anything not listed is denied.
+    /// Empty means "decide by `allow_unspecified`".
+    pub allowed: Vec<Permission>,
+    /// Denied permissions. Takes precedence over `allowed`.
+    pub denied: Vec<Permission>,
+    /// Whether a tool that declares no permissions may run, and whether a permission is
+    /// allowed when `allowed` is empty. Default `true`.
+    pub allow_unspecified: bool,
+}
+
+impl Default for PermissionConfig {
+    /// Seed 000's default: allow Read and Network, deny Delete and Shell, allow tools that
+    /// declare nothing.
+    fn default() -> Self {
+        Self {
+            allowed: vec![Permission::Read, Permission::Network],
+            denied: vec![Permission::Delete, Permission::Shell],
+            allow_unspecified: true,
+        }
+    }
+}
+
+impl PermissionConfig {
+    /// A config that allows everything not explicitly denied, and denies nothing.
+    pub fn permissive() -> Self {
+        Self {
+            allowed: Vec::new(),
+            denied: Vec::new(),
+            allow_unspecified: true,
+        }
+    }
+}
+
+/// The static permission gate. Cheap to share behind an `Arc`.
+#[derive(Debug, Clone, Default)]
+pub struct PermissionChecker {
+    config: PermissionConfig,
+}
+
+impl PermissionChecker {
+    /// Creates a checker for this configuration.
+    pub fn new(config: PermissionConfig) -> Self {
+        Self { config }
+    }
+
+    /// The configuration this checker enforces.
+    pub fn config(&self) -> &PermissionConfig {
+        &self.config
+    }
+
+    /// Decides whether a tool that declares `permissions` may run.
+    ///
+    /// Rules (seed 000), applied to every declared permission, first match wins:
+    /// 1. in `denied` → denied;
+    /// 2. in `allowed` → allowed;
+    /// 3. `allowed` non-empty and the permission not in it → denied (whitelist mode);
+    /// 4. `allowed` empty → `allow_unspecified` decides.
+    ///
+    /// A tool that declares no permission at all runs only if `allow_unspecified` is true.
+    /// The error says which permission failed and which setting would allow it.
+    pub fn check(&self, tool_name: &str, permissions: &[Permission]) -> Result<(), ToolError> {
+        let c = &self.config;
+        if permissions.is_empty() {
+            if c.allow_unspecified {
+                return Ok(());
+            }
+            return Err(ToolError::PermissionDenied(
+                tool_name.to_string(),
+                "declares no permissions and the host policy has allow_unspecified = false \
+                 (set allow_unspecified = true, or have the tool declare what it needs)"
+                    .to_string(),
+            ));
+        }
+        for p in permissions {
+            if c.denied.contains(p) {
+                return Err(ToolError::PermissionDenied(
+                    tool_name.to_string(),
+                    format!(
+                        "requires the '{p}' permission, which the host policy denies \
+                         (remove \"{p}\" from `denied` to allow it)"
+                    ),
+                ));
+            }
+            if c.allowed.contains(p) {
+                continue;
+            }
+            if !c.allowed.is_empty() {
+                return Err(ToolError::PermissionDenied(
+                    tool_name.to_string(),
+                    format!(
+                        "requires the '{p}' permission, which is not in the host policy's \
+                         allowed list [{}] (add \"{p}\" to `allowed` to allow it)",
+                        c.allowed
+                            .iter()
+                            .map(Permission::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            if !c.allow_unspecified {
+                return Err(ToolError::PermissionDenied(
+                    tool_name.to_string(),
+                    format!(
+                        "requires the '{p}' permission; the allowed list is empty and \
+                         allow_unspecified = false (add \"{p}\" to `allowed` to allow it)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Risk level of a tool, derived from its permissions (seed 002). Ordered from least to
+/// most risky; a tool's level is the highest of its permissions'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RiskLevel {
+    /// No side effects. Runs directly.
+    ReadOnly,
+    /// Persistent but reversible changes. Runs and is logged.
+    Write,
+    /// Data leaves the machine. Runs, with destination checks where the runtime has them.
+    Network,
+    /// Hard to undo or affects others (`Delete`, `Shell`). Needs an approval.
+    Destructive,
+}
+
+impl RiskLevel {
+    /// The risk level of a set of permissions: the maximum, `ReadOnly` for none.
+    pub fn of(permissions: &[Permission]) -> RiskLevel {
+        permissions
+            .iter()
+            .map(Permission::risk)
+            .max()
+            .unwrap_or(RiskLevel::ReadOnly)
+    }
+
+    /// The kebab-case name (`read-only`, `write`, `network`, `destructive`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RiskLevel::ReadOnly => "read-only",
+            RiskLevel::Write => "write",
+            RiskLevel::Network => "network",
+            RiskLevel::Destructive => "destructive",
+        }
+    }
+}
+
+impl fmt::Display for RiskLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an [`Approver`] is asked to decide.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalRequest {
+    /// The call id of the invocation waiting for the decision.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The validated arguments.
+    pub arguments: Value,
+    /// The tool's risk level.
+    pub risk: RiskLevel,
+    /// Why an approval is needed (which rule fired).
+    pub reason: String,
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this call only.
+    AllowOnce,
+    /// Run this call and every later call of the same tool without asking again.
+    AllowAlways,
+    /// Do not run.
+    Deny,
+}
+
+impl ApprovalDecision {
+    /// Whether the decision lets the call run.
+    pub fn is_allowed(&self) -> bool {
+        !matches!(self, ApprovalDecision::Deny)
+    }
+}
+
+/// Decides destructive calls at run time: a UI prompt, a CLI question, a webhook, a test.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Asks for a decision. Called before the tool runs; the call waits for the answer.
+    async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision;
+}
+
+/// An [`Approver`] that always gives the same answer (for scripts, tests and `--yes`).
+#[derive(Debug, Clone, Copy)]
+pub struct StaticApprover(pub ApprovalDecision);
+
+#[async_trait]
+impl Approver for StaticApprover {
+    async fn approve(&self, _request: &ApprovalRequest) -> ApprovalDecision {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checker(
+        allowed: Vec<Permission>,
+        denied: Vec<Permission>,
+        unspec: bool,
+    ) -> PermissionChecker {
+        PermissionChecker::new(PermissionConfig {
+            allowed,
+            denied,
+            allow_unspecified: unspec,
+        })
+    }
+
+    fn denied(r: Result<(), ToolError>) -> String {
+        match r {
+            Err(ToolError::PermissionDenied(_, why)) => why,
+            other => panic!("expected PermissionDenied, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn default_config_is_exactly_seed_000() {
+        let c = PermissionConfig::default();
+        assert_eq!(c.allowed, vec![Permission::Read, Permission::Network]);
+        assert_eq!(c.denied, vec![Permission::Delete, Permission::Shell]);
+        assert!(c.allow_unspecified);
+        let ck = PermissionChecker::default();
+        assert!(ck.check("r", &[Permission::Read]).is_ok());
+        assert!(
+            ck.check("n", &[Permission::Network, Permission::Read])
+                .is_ok()
+        );
+        assert!(ck.check("none", &[]).is_ok());
+        // Write is not on the default whitelist.
+        assert!(
+            denied(ck.check("w", &[Permission::Write]))
+                .contains("not in the host policy's allowed list")
+        );
+        assert!(denied(ck.check("d", &[Permission::Delete])).contains("denies"));
+    }
+
+    #[test]
+    fn denied_wins_over_allowed() {
+        let ck = checker(vec![Permission::Shell], vec![Permission::Shell], true);
+        let why = denied(ck.check("sh", &[Permission::Shell]));
+        assert!(why.contains("'shell'"), "{why}");
+        assert!(why.contains("remove \"shell\" from `denied`"), "{why}");
+    }
+
+    #[test]
+    fn whitelist_mode_denies_anything_unlisted() {
+        let ck = checker(vec![Permission::Read], vec![], true);
+        assert!(ck.check("r", &[Permission::Read]).is_ok());
+        let why = denied(ck.check("rw", &[Permission::Read, Permission::Write]));
+        assert!(why.contains("'write'") && why.contains("[read]"), "{why}");
+    }
+
+    #[test]
+    fn empty_allowed_list_defers_to_allow_unspecified() {
+        let open = checker(vec![], vec![], true);
+        assert!(
+            open.check("w", &[Permission::Write, Permission::FileSystem])
+                .is_ok()
+        );
+        let closed = checker(vec![], vec![], false);
+        assert!(
+            denied(closed.check("w", &[Permission::Write])).contains("allow_unspecified = false")
+        );
+    }
+
+    #[test]
+    fn tools_declaring_nothing_follow_allow_unspecified() {
+        assert!(
+            checker(vec![Permission::Read], vec![], true)
+                .check("t", &[])
+                .is_ok()
+        );
+        assert!(
+            denied(checker(vec![Permission::Read], vec![], false).check("t", &[]))
+                .contains("declares no permissions")
+        );
+    }
+
+    #[test]
+    fn custom_permissions_match_by_exact_name() {
+        let db = Permission::Custom("db.admin".into());
+        let ck = checker(
+            vec![db.clone()],
+            vec![Permission::Custom("db.drop".into())],
+            true,
+        );
+        assert!(ck.check("a", &[db]).is_ok());
+        assert!(
+            denied(ck.check("b", &[Permission::Custom("db.drop".into())])).contains("'db.drop'")
+        );
+        assert!(denied(ck.check("c", &[Permission::Custom("DB.ADMIN".into())])).contains("not in"));
+    }
+
+    #[test]
+    fn one_denied_permission_among_many_denies_the_tool() {
+        let ck = checker(vec![], vec![Permission::Delete], true);
+        assert!(
+            ck.check(
+                "x",
+                &[Permission::Read, Permission::Write, Permission::Delete]
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn risk_levels_derive_from_permissions() {
+        assert_eq!(RiskLevel::of(&[]), RiskLevel::ReadOnly);
+        assert_eq!(RiskLevel::of(&[Permission::Read]), RiskLevel::ReadOnly);
+        assert_eq!(
+            RiskLevel::of(&[Permission::Read, Permission::Write]),
+            RiskLevel::Write
+        );
+        assert_eq!(
+            RiskLevel::of(&[Permission::Network, Permission::Write]),
+            RiskLevel::Network
+        );
+        assert_eq!(
+            RiskLevel::of(&[Permission::Network, Permission::Delete]),
+            RiskLevel::Destructive
+        );
+        assert_eq!(RiskLevel::of(&[Permission::Shell]), RiskLevel::Destructive);
+    }
+
+    #[test]
+    fn permissions_round_trip_through_strings() {
+        for p in [
+            Permission::Read,
+            Permission::Write,
+            Permission::Delete,
+            Permission::Network,
+            Permission::Shell,
+            Permission::FileSystem,
+            Permission::Custom("x.y".into()),
+        ] {
+            let s = serde_json::to_string(&p).unwrap();
+            let back: Permission = serde_json::from_str(&s).unwrap();
+            assert_eq!(back, p);
+        }
+        assert_eq!(
+            "file-system".parse::<Permission>().unwrap(),
+            Permission::FileSystem
+        );
+    }
+}

@@ -1,0 +1,87 @@
+//! Subcommands, one module each.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+pub mod call;
+pub mod chat;
+pub mod common;
+pub mod inspect;
+pub mod list;
+pub mod new;
+pub mod serve;
+
+/// toolhost: run sandboxed WebAssembly tools, MCP tools and native tools for LLMs.
+#[derive(Debug, Parser)]
+#[command(name = "toolhost", version, about, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug, -vvv trace). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where tools come from; shared by every command that builds a registry.
+#[derive(Debug, Clone, Args)]
+pub struct HostArgs {
+    /// The plugins folder (default: $TOOLHOST_PLUGINS, else the platform data dir).
+    #[arg(long, global = true, env = "TOOLHOST_PLUGINS")]
+    pub plugins: Option<PathBuf>,
+    /// The host config file (MCP servers, defaults).
+    #[arg(long, global = true, default_value = "toolhost.toml")]
+    pub config: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the tools of the plugins folder and configured MCP servers.
+    List(list::ListArgs),
+    /// Call one tool with JSON arguments and print its result.
+    Call(call::CallArgs),
+    /// Show what a .wasm component provides, imports and would be granted.
+    Inspect(inspect::InspectArgs),
+    /// Serve every tool as an MCP server (stdio or Streamable HTTP).
+    Serve(serve::ServeArgs),
+    /// Chat with an OpenAI-compatible model that can call the tools.
+    Chat(chat::ChatArgs),
+    /// Scaffold a new plugin from a template.
+    New(new::NewArgs),
+}
+
+impl Cli {
+    /// Runs the chosen command.
+    pub async fn run(self) -> anyhow::Result<ExitCode> {
+        match self.command {
+            Command::List(a) => list::run(a).await,
+            Command::Call(a) => call::run(a).await,
+            Command::Inspect(a) => inspect::run(a).await,
+            Command::Serve(a) => serve::run(a).await,
+            Command::Chat(a) => chat::run(a).await,
+            Command::New(a) => new::run(a).await,
+        }
+    }
+}
+
+/// Logs go to stderr, always: stdout belongs to command output (and to the protocol in
+/// `serve --stdio`).
+pub fn init_tracing(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

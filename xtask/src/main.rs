@@ -1,0 +1,124 @@
+//! `cargo xtask`: set-up and build tasks of the toolhost workspace.
+//!
+//! - `cargo xtask plugins`: builds every example plugin (and the hostile test fixtures) into
+//!   `target/plugins/` (`.wasm` + policy), installing the `wasm32-wasip2` target if missing.
+//! - `cargo xtask test`: everything a fresh machine needs (targets, plugins, npm/PyPI peers),
+//!   then fmt, clippy and every test.
+//! - `cargo xtask demo`: builds everything and shows toolhost at work on its examples.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+mod demo;
+mod peers_llm;
+mod peers_mcp;
+mod plugins;
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let task = args.first().map(String::as_str).unwrap_or("help");
+    let rest = &args[args.len().min(1)..];
+    let result = match task {
+        "plugins" => plugins::build_all().map(|_| ()),
+        "test" => test(rest),
+        "lint" => lint(),
+        "demo" => demo::run(),
+        "peers" => setup_peers(),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <task>\n\n\
+                 tasks:\n  \
+                 plugins   build every example plugin and test fixture into target/plugins\n  \
+                 test      set up everything the tests need, then run fmt, clippy and all tests\n            \
+                 (extra arguments go to `cargo test`)\n  \
+                 lint      cargo fmt --check and cargo clippy -D warnings\n  \
+                 peers     install the MCP and LLM test peers (npm, PyPI)\n  \
+                 demo      build everything and run toolhost on its example plugins"
+            );
+            Err(String::new())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("xtask: error: {e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The cargo to call (the one running us).
+pub fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// Prints a step header, so a person waiting sees progress.
+pub fn step(msg: &str) {
+    eprintln!("\n==> {msg}");
+}
+
+/// Runs a command, failing with its description if it does not succeed.
+pub fn run(cmd: &mut Command) -> Result {
+    let desc = format!("{cmd:?}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot start {desc}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{desc} failed with {status}"))
+    }
+}
+
+fn setup_peers() -> Result {
+    peers_mcp::setup()?;
+    peers_llm::setup()?;
+    Ok(())
+}
+
+fn lint() -> Result {
+    step("cargo fmt --check");
+    run(Command::new(cargo())
+        .current_dir(root())
+        .args(["fmt", "--all", "--check"]))?;
+    step("cargo clippy --all-targets -- -D warnings");
+    run(Command::new(cargo()).current_dir(root()).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}
+
+fn test(extra: &[String]) -> Result {
+    let plugins_dir = plugins::build_all()?;
+    setup_peers()?;
+    lint()?;
+    step("cargo test --workspace");
+    let mut cmd = Command::new(cargo());
+    cmd.current_dir(root())
+        .args(["test", "--workspace"])
+        .args(extra)
+        .env("TOOLHOST_TEST_PLUGINS", &plugins_dir);
+    for (k, v) in peers_mcp::test_env()
+        .into_iter()
+        .chain(peers_llm::test_env())
+    {
+        cmd.env(k, v);
+    }
+    run(&mut cmd)
+}
