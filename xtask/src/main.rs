@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod demo;
+mod langs;
 mod peers_llm;
 mod peers_mcp;
 mod plugins;

@@ -6,5 +6,6 @@ use std::path::PathBuf;
 pub fn build_all() -> crate::Result<PathBuf> {
     let out = crate::root().join("target").join("plugins");
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    crate::langs::build_all(&out)?;
     Ok(out)
 }
