@@ -776,25 +776,25 @@ impl ToolRegistry {
                 s.semaphore.clone(),
             )
         };
-        if let Some(checker) = &checker {
-            if let Err(e) = checker.check(&entry.name, &entry.permissions) {
-                self.emit(|| ToolEvent::PermissionDenied {
-                    call_id: call_id.to_string(),
-                    tool: entry.name.clone(),
-                    reason: e.to_string(),
-                });
-                return (Err(e), false);
-            }
+        if let Some(checker) = &checker
+            && let Err(e) = checker.check(&entry.name, &entry.permissions)
+        {
+            self.emit(|| ToolEvent::PermissionDenied {
+                call_id: call_id.to_string(),
+                tool: entry.name.clone(),
+                reason: e.to_string(),
+            });
+            return (Err(e), false);
         }
-        if entry.risk == RiskLevel::Destructive {
-            if let Err(e) = self.approve(entry, call_id, args, approver).await {
-                self.emit(|| ToolEvent::PermissionDenied {
-                    call_id: call_id.to_string(),
-                    tool: entry.name.clone(),
-                    reason: e.to_string(),
-                });
-                return (Err(e), false);
-            }
+        if entry.risk == RiskLevel::Destructive
+            && let Err(e) = self.approve(entry, call_id, args, approver).await
+        {
+            self.emit(|| ToolEvent::PermissionDenied {
+                call_id: call_id.to_string(),
+                tool: entry.name.clone(),
+                reason: e.to_string(),
+            });
+            return (Err(e), false);
         }
 
         // Stage 3: execution under the concurrency limit, timeout and cancellation.
@@ -908,7 +908,17 @@ impl ToolRegistry {
             input: args.clone(),
             risk: entry.risk,
         });
-        let decision = approver.approve(&request).await;
+        // An approver is outside code (a UI, a webhook): if it panics, the answer is "no".
+        let decision = match AssertUnwindSafe(approver.approve(&request))
+            .catch_unwind()
+            .await
+        {
+            Ok(d) => d,
+            Err(panic) => {
+                tracing::error!(tool = %entry.name, panic = %panic_message(&panic), "approver panicked; denying");
+                ApprovalDecision::Deny
+            }
+        };
         self.emit(|| ToolEvent::ApprovalDecided {
             call_id: call_id.to_string(),
             tool: entry.name.clone(),
@@ -959,10 +969,10 @@ impl ToolRegistry {
         ctx: &ToolContext,
     ) -> Vec<ToolInvocation> {
         let mut calls = calls;
-        if calls.len() == 1 {
-            if let Some(c) = calls.pop() {
-                return vec![self.invoke_call(c, ctx).await];
-            }
+        if calls.len() == 1
+            && let Some(c) = calls.pop()
+        {
+            return vec![self.invoke_call(c, ctx).await];
         }
         let n = calls.len();
         let mut fallback: Vec<(String, String, Value)> = Vec::with_capacity(n);
