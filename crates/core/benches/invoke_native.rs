@@ -2,7 +2,7 @@
 //! gate, concurrency permit, timeout, render) on a trivial native tool, against calling the
 //! same function directly and through `BaseTool::execute`, in the same run.
 //!
-//! Run: `cargo bench -p toolhost --bench invoke_native`
+//! Run: `cargo bench -p toolhost-core --bench invoke_native`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,7 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolhost::tools::{
+use toolhost_core::tools::{
     PermissionChecker, Tool, ToolCall, ToolContext, ToolError, ToolRegistry,
 };
 
