@@ -1,0 +1,471 @@
+//! [`Plugin`] (one loaded component: its `InstancePre`, policy and tools) and
+//! [`WasmTool`] (one described tool, a [`BaseTool`]). Every call gets a fresh `Store` and
+//! instance, so calls share no state; fuel, the epoch deadline and the memory limiter are
+//! set before instantiation.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use toolhost_core::tools::{
+    BaseTool, Permission, ToolContext, ToolError, ToolMetadata, ToolOutput, ToolSource,
+    truncate_render,
+};
+use wasmtime::{Store, UpdateDeadline};
+
+use crate::bindings::{self, ToolPre};
+use crate::engine::WasmEngine;
+use crate::error::PluginError;
+use crate::limits::{StopReason, TrapFacts, map_trap};
+use crate::policy::Policy;
+use crate::sandbox::{Grant, HostState, StateSpec};
+
+/// Largest canonical JSON a call may return, bytes. Bigger results are truncated (the
+/// canonical value becomes the truncated text) rather than failing the call.
+pub const MAX_CANONICAL_BYTES: usize = 1 << 20;
+
+/// Budget of `describe()` at load time.
+const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A tool as the component describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The name.
+    pub name: String,
+    /// The description.
+    pub description: String,
+    /// The parameter JSON Schema.
+    pub parameters: Value,
+    /// Declared permissions.
+    pub permissions: Vec<Permission>,
+    /// Tags.
+    pub tags: Vec<String>,
+}
+
+pub(crate) struct PluginInner {
+    pub(crate) path: PathBuf,
+    pub(crate) name: Arc<str>,
+    pub(crate) policy: Policy,
+    pub(crate) pre: ToolPre<HostState>,
+    pub(crate) engine: WasmEngine,
+}
+
+/// One loaded component: its tools, policy and imports.
+pub struct Plugin {
+    inner: Arc<PluginInner>,
+    tools: Vec<Arc<WasmTool>>,
+    imports: Vec<String>,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("path", &self.inner.path)
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| &t.spec.name).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+fn permission_from_wit(p: bindings::Permission) -> Permission {
+    use bindings::Permission as W;
+    match p {
+        W::Read => Permission::Read,
+        W::Write => Permission::Write,
+        W::Delete => Permission::Delete,
+        W::Network => Permission::Network,
+        W::Shell => Permission::Shell,
+        W::FileSystem => Permission::FileSystem,
+        W::Custom(s) => Permission::Custom(s),
+    }
+}
+
+impl Plugin {
+    /// Loads one component file: size cap, compile (through the cache), link, policy,
+    /// `describe()`. Does not register anything.
+    pub async fn load(engine: &WasmEngine, path: &Path) -> Result<Plugin, PluginError> {
+        let name = path.display().to_string();
+        let io = |source| PluginError::Io {
+            path: name.clone(),
+            source,
+        };
+        let size = std::fs::metadata(path).map_err(io)?.len();
+        let max = engine.options().max_plugin_bytes;
+        if size > max {
+            return Err(PluginError::TooLarge {
+                path: name,
+                size,
+                max,
+            });
+        }
+        let bytes = std::fs::read(path).map_err(io)?;
+        let policy = Policy::for_component(path).map_err(|source| PluginError::Policy {
+            path: name.clone(),
+            source,
+        })?;
+        let component = engine.compile(&bytes, path)?;
+        let imports = component
+            .component_type()
+            .imports(engine.engine())
+            .map(|(n, _)| n.to_string())
+            .collect::<Vec<_>>();
+        let wrong = |e: wasmtime::Error| PluginError::WrongWorld {
+            path: name.clone(),
+            message: format!("{e:#}"),
+        };
+        let pre = engine
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(wrong)?;
+        let pre = ToolPre::new(pre).map_err(wrong)?;
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| name.clone());
+        let inner = Arc::new(PluginInner {
+            path: path.to_path_buf(),
+            name: Arc::from(stem),
+            policy,
+            pre,
+            engine: engine.clone(),
+        });
+        let specs = describe(&inner)
+            .await
+            .map_err(|message| PluginError::Describe {
+                path: name.clone(),
+                message,
+            })?;
+        let tools = specs
+            .into_iter()
+            .map(|spec| {
+                let grant = Grant::effective(&inner.policy, &spec.permissions);
+                Arc::new(WasmTool {
+                    plugin: inner.clone(),
+                    name: Arc::from(spec.name.as_str()),
+                    spec,
+                    grant,
+                })
+            })
+            .collect();
+        Ok(Plugin {
+            inner,
+            tools,
+            imports,
+        })
+    }
+
+    /// The component file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The plugin name (the file stem).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// The described tools.
+    pub fn tools(&self) -> &[Arc<WasmTool>] {
+        &self.tools
+    }
+
+    /// The component's imports (WASI interfaces, `toolhost:tool/host`, ...).
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+}
+
+async fn describe(inner: &Arc<PluginInner>) -> Result<Vec<ToolSpec>, String> {
+    let grant = Grant::default();
+    let mut store = new_store(
+        inner,
+        &grant,
+        false,
+        None,
+        "describe",
+        DESCRIBE_TIMEOUT,
+        None,
+    )?;
+    let res = async {
+        let inst = inner.pre.instantiate_async(&mut store).await?;
+        inst.call_describe(&mut store).await
+    }
+    .await;
+    store.data().flush_output();
+    let infos = res.map_err(|e| {
+        map_trap(
+            "describe",
+            &e,
+            facts(
+                &store,
+                DESCRIBE_TIMEOUT,
+                None,
+                inner.engine.options().max_wasm_stack,
+            ),
+        )
+        .to_string()
+    })?;
+    infos
+        .into_iter()
+        .map(|i| {
+            let parameters: Value = serde_json::from_str(&i.parameters)
+                .map_err(|e| format!("tool '{}': parameters is not valid JSON: {e}", i.name))?;
+            Ok(ToolSpec {
+                name: i.name,
+                description: i.description,
+                parameters,
+                permissions: i.permissions.into_iter().map(permission_from_wit).collect(),
+                tags: i.tags,
+            })
+        })
+        .collect()
+}
+
+fn facts(
+    store: &Store<HostState>,
+    timeout: Duration,
+    fuel: Option<u64>,
+    max_stack: usize,
+) -> TrapFacts {
+    let d = store.data();
+    TrapFacts {
+        timeout,
+        fuel,
+        memory: (d.limiter.max_bytes, d.limiter.exceeded),
+        max_stack,
+        stopped: d.stopped,
+    }
+}
+
+/// A fresh store with limits set (before anything runs in it).
+fn new_store(
+    inner: &PluginInner,
+    grant: &Grant,
+    declared_network: bool,
+    ctx: Option<ToolContext>,
+    tool: &str,
+    timeout: Duration,
+    fuel: Option<u64>,
+) -> Result<Store<HostState>, String> {
+    let state = HostState::new(StateSpec {
+        plugin: inner.name.clone(),
+        tool: Arc::from(tool),
+        grant,
+        declared_network,
+        policy: &inner.policy,
+        ctx: ctx.clone(),
+    })?;
+    let engine = &inner.engine;
+    let mut store = Store::new(engine.engine(), state);
+    store.limiter(|s| &mut s.limiter);
+    if engine.options().fuel {
+        store
+            .set_fuel(fuel.unwrap_or(u64::MAX))
+            .map_err(|e| format!("cannot set fuel: {e:#}"))?;
+    }
+    if engine.options().epoch {
+        // Check every tick: stop on cancellation or once the wall-clock deadline passed,
+        // otherwise yield to the executor (so a timeout or drop of the future also works).
+        let deadline = std::time::Instant::now() + timeout;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |mut cx| {
+            let cancelled = cx
+                .data()
+                .ctx
+                .as_ref()
+                .is_some_and(ToolContext::is_cancelled);
+            let reason = if cancelled {
+                Some(StopReason::Cancelled)
+            } else if std::time::Instant::now() >= deadline {
+                Some(StopReason::Deadline)
+            } else {
+                None
+            };
+            match reason {
+                Some(r) => {
+                    cx.data_mut().stopped = Some(r);
+                    Ok(UpdateDeadline::Interrupt)
+                }
+                None => Ok(UpdateDeadline::Yield(1)),
+            }
+        });
+    }
+    Ok(store)
+}
+
+/// One tool of a component. Implements [`BaseTool`]; goes into the `ToolRegistry` like
+/// any other tool.
+pub struct WasmTool {
+    plugin: Arc<PluginInner>,
+    name: Arc<str>,
+    spec: ToolSpec,
+    grant: Grant,
+}
+
+impl std::fmt::Debug for WasmTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmTool")
+            .field("name", &self.spec.name)
+            .field("plugin", &self.plugin.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WasmTool {
+    /// The tool as described by the component.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The effective grant (declared ∩ policy).
+    pub fn grant(&self) -> &Grant {
+        &self.grant
+    }
+
+    /// The component file.
+    pub fn path(&self) -> &Path {
+        &self.plugin.path
+    }
+
+    /// The policy of the component.
+    pub fn policy(&self) -> &Policy {
+        &self.plugin.policy
+    }
+
+    /// Runs the tool once, in a fresh sandbox.
+    pub async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let policy = &self.plugin.policy;
+        let timeout = policy.timeout;
+        let name = &*self.name;
+        let declared_network = self.spec.permissions.contains(&Permission::Network);
+        let mut store = new_store(
+            &self.plugin,
+            &self.grant,
+            declared_network,
+            Some(ctx.clone()),
+            name,
+            timeout,
+            policy.fuel,
+        )
+        .map_err(|e| ToolError::failed(name, e))?;
+        let wit_ctx = bindings::CallContext {
+            session_id: ctx.session_id().to_string(),
+            trace_id: ctx.trace_id().to_string(),
+            call_id: ctx.call_id().to_string(),
+        };
+        let args_text = args.to_string();
+        let res = async {
+            let inst = self.plugin.pre.instantiate_async(&mut store).await?;
+            inst.call_call(&mut store, name, &args_text, &wit_ctx).await
+        }
+        .await;
+        store.data().flush_output();
+        let denials = store.data().denials();
+        let with_denials = |msg: String| {
+            if denials.is_empty() {
+                msg
+            } else {
+                format!("{msg} (host: {})", denials.join("; "))
+            }
+        };
+        match res {
+            Err(e) => Err(map_trap(
+                name,
+                &e,
+                facts(
+                    &store,
+                    timeout,
+                    policy.fuel,
+                    self.plugin.engine.options().max_wasm_stack,
+                ),
+            )),
+            Ok(Err(guest)) => Err(match guest {
+                bindings::ToolError::InvalidArguments(m) => ToolError::invalid_args(name, m),
+                bindings::ToolError::ExecutionFailed(m) => ToolError::failed(name, with_denials(m)),
+                bindings::ToolError::Denied(m) => ToolError::PermissionDenied(
+                    name.to_string(),
+                    format!("was refused: {}", with_denials(m)),
+                ),
+            }),
+            Ok(Ok(out)) => Ok(to_output(name, out)),
+        }
+    }
+}
+
+fn to_output(name: &str, out: bindings::ToolOutput) -> ToolOutput {
+    if out.canonical.len() > MAX_CANONICAL_BYTES {
+        let (text, _) = truncate_render(&out.canonical, MAX_CANONICAL_BYTES);
+        tracing::warn!(
+            tool = name,
+            bytes = out.canonical.len(),
+            "result over {MAX_CANONICAL_BYTES} bytes truncated"
+        );
+        let render = match out.render {
+            Some(r) => truncate_render(&r, MAX_CANONICAL_BYTES).0,
+            None => text.clone(),
+        };
+        return ToolOutput::new(Value::String(text), render);
+    }
+    let canonical = match serde_json::from_str::<Value>(&out.canonical) {
+        Ok(v) => v,
+        // Not JSON: keep the text rather than fail the call.
+        Err(_) => Value::String(out.canonical),
+    };
+    match out.render {
+        Some(r) => {
+            let r = if r.len() > MAX_CANONICAL_BYTES {
+                truncate_render(&r, MAX_CANONICAL_BYTES).0
+            } else {
+                r
+            };
+            ToolOutput::new(canonical, r)
+        }
+        None => ToolOutput::json(canonical),
+    }
+}
+
+#[async_trait]
+impl BaseTool for WasmTool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.spec.parameters.clone()
+    }
+
+    fn required_permissions(&self) -> Vec<Permission> {
+        self.spec.permissions.clone()
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata {
+            tags: self.spec.tags.clone(),
+            category: self.plugin.name.to_string(),
+            source: ToolSource::Wasm {
+                path: self.plugin.path.display().to_string(),
+            },
+            version: None,
+            // The sandbox's own deadline fires first and says which limit stopped the call.
+            timeout: Some(self.plugin.policy.timeout + Duration::from_secs(2)),
+        }
+    }
+
+    async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.run(&args, ctx).await
+    }
+}

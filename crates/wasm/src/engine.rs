@@ -1,0 +1,274 @@
+//! [`WasmEngine`]: one wasmtime `Engine` per host, with the pooling allocator, an epoch
+//! ticker, the linker (WASI p2, wasi:http, the `host` interface) and an on-disk compile
+//! cache.
+//!
+//! **Compile cache.** A compiled component is stored as
+//! `<cache>/<sha256 of the wasm>-<hash of the engine settings>.cwasm`. The key covers
+//! everything that makes an artifact valid (wasmtime version, target, fuel/epoch on or
+//! off, ...) through `Engine::precompile_compatibility_hash`. Only files the host wrote
+//! itself are ever deserialized: the cache folder is created by the host with mode 0700
+//! and is not used at all if it is writable by anyone else; files are written to a
+//! temporary name and renamed into place, so a half-written artifact is never read.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::bindings;
+use crate::error::{EngineError, PluginError};
+use crate::sandbox::HostState;
+
+/// Engine settings. The defaults suit the CLI; benchmarks switch fuel/epoch off to
+/// measure their cost.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Use the pooling instance allocator (fast instantiation). Default: on.
+    pub pooling: bool,
+    /// Compile fuel metering in, so policies may set `fuel`. Default: on.
+    pub fuel: bool,
+    /// Compile epoch checks in, so the wall-clock deadline works. Default: on.
+    pub epoch: bool,
+    /// wasmtime's component-model concurrency support. Off is faster per call, but some
+    /// guest toolchains (QuickJS-based JS) need it on. Default: on.
+    pub concurrency_support: bool,
+    /// Epoch tick period (deadline resolution). Default: 10 ms.
+    pub epoch_tick: Duration,
+    /// Max native wasm stack per call, bytes. Default: 1 MiB.
+    pub max_wasm_stack: usize,
+    /// Max concurrent instances (pooling slots). Default: 64.
+    pub max_instances: u32,
+    /// The compile cache folder; `None` disables the cache. Default: the platform cache
+    /// dir + `toolhost/wasm`.
+    pub cache_dir: Option<PathBuf>,
+    /// Largest `.wasm` file the loader accepts, bytes. Default: 64 MiB.
+    pub max_plugin_bytes: u64,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            pooling: true,
+            fuel: true,
+            epoch: true,
+            concurrency_support: true,
+            epoch_tick: Duration::from_millis(10),
+            max_wasm_stack: 1 << 20,
+            max_instances: 64,
+            cache_dir: dirs::cache_dir().map(|d| d.join("toolhost").join("wasm")),
+            max_plugin_bytes: 64 << 20,
+        }
+    }
+}
+
+pub(crate) struct EngineInner {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<HostState>,
+    pub(crate) options: EngineOptions,
+    config_key: String,
+    cache_dir: Option<PathBuf>,
+}
+
+/// The shared wasm engine. Cheap to clone.
+#[derive(Clone)]
+pub struct WasmEngine {
+    pub(crate) inner: Arc<EngineInner>,
+}
+
+impl std::fmt::Debug for WasmEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmEngine")
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WasmEngine {
+    /// An engine with default options.
+    pub fn new() -> Result<Self, EngineError> {
+        Self::with_options(EngineOptions::default())
+    }
+
+    /// An engine with these options. Starts the epoch ticker thread, which holds only a
+    /// weak handle and ends when the engine is dropped.
+    pub fn with_options(options: EngineOptions) -> Result<Self, EngineError> {
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .consume_fuel(options.fuel)
+            .epoch_interruption(options.epoch)
+            .max_wasm_stack(options.max_wasm_stack)
+            .async_stack_size(options.max_wasm_stack + (1 << 20))
+            .concurrency_support(options.concurrency_support);
+        if options.pooling {
+            let mut pool = PoolingAllocationConfig::default();
+            let n = options.max_instances.max(1);
+            pool.total_component_instances(n)
+                .total_core_instances(n * 8)
+                .total_memories(n * 2)
+                .total_tables(n * 8)
+                .total_stacks(n)
+                .max_memories_per_component(8)
+                .max_tables_per_component(32)
+                .max_core_instances_per_component(64)
+                .max_memory_size((crate::policy::MAX_MEMORY_MB as usize) << 20);
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        }
+        let engine = Engine::new(&config).map_err(|e| EngineError::Config(format!("{e:#}")))?;
+        let mut linker: Linker<HostState> = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| EngineError::Linker(format!("wasi: {e:#}")))?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| EngineError::Linker(format!("wasi:http: {e:#}")))?;
+        bindings::Tool::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(|e| EngineError::Linker(format!("toolhost:tool/host: {e:#}")))?;
+
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut h);
+        let config_key = format!("{:016x}", h.finish());
+
+        let cache_dir = options.cache_dir.as_deref().and_then(prepare_cache_dir);
+
+        if options.epoch {
+            let weak = engine.weak();
+            let tick = options.epoch_tick;
+            // The ticker ends on its own when the engine is gone.
+            let spawned = std::thread::Builder::new()
+                .name("toolhost-epoch".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(tick);
+                        match weak.upgrade() {
+                            Some(e) => e.increment_epoch(),
+                            None => break,
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                return Err(EngineError::Config(format!(
+                    "cannot start the epoch ticker: {e}"
+                )));
+            }
+        }
+        Ok(WasmEngine {
+            inner: Arc::new(EngineInner {
+                engine,
+                linker,
+                options,
+                config_key,
+                cache_dir,
+            }),
+        })
+    }
+
+    /// The wasmtime engine.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &EngineOptions {
+        &self.inner.options
+    }
+
+    /// The compile cache folder in use, if any.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.inner.cache_dir.as_deref()
+    }
+
+    /// Compiles a component, through the on-disk cache. `path` is only for messages.
+    pub fn compile(&self, bytes: &[u8], path: &Path) -> Result<Component, PluginError> {
+        let name = path.display().to_string();
+        check_component_header(bytes, &name)?;
+        let cached = self.inner.cache_dir.as_ref().map(|dir| {
+            let digest = hex::encode(Sha256::digest(bytes));
+            dir.join(format!("{digest}-{}.cwasm", self.inner.config_key))
+        });
+        if let Some(file) = &cached
+            && file.is_file()
+        {
+            match deserialize_own_artifact(&self.inner.engine, file) {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    tracing::warn!(file = %file.display(), "ignoring unusable cached artifact: {e:#}");
+                    let _ = std::fs::remove_file(file);
+                }
+            }
+        }
+        let component =
+            Component::new(&self.inner.engine, bytes).map_err(|e| PluginError::Compile {
+                path: name.clone(),
+                message: format!("{e:#}"),
+            })?;
+        if let Some(file) = &cached {
+            match component.serialize() {
+                Ok(art) => write_atomically(file, &art),
+                Err(e) => tracing::warn!("cannot serialize {name}: {e:#}"),
+            }
+        }
+        Ok(component)
+    }
+}
+
+/// Rejects garbage and core modules early, with a clear message.
+fn check_component_header(bytes: &[u8], name: &str) -> Result<(), PluginError> {
+    let err = |detail: &str| PluginError::NotAComponent {
+        path: name.to_string(),
+        detail: detail.to_string(),
+    };
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(err("the file does not start with the wasm magic bytes"));
+    }
+    match bytes[4..8] {
+        [1, 0, 0, 0] => Err(err(
+            "it is a core wasm module; build a component (target wasm32-wasip2, or `wasm-tools component new`)",
+        )),
+        [_, _, 1, 0] => Ok(()),
+        _ => Err(err("unknown wasm binary version/layer")),
+    }
+}
+
+/// Creates the cache folder (mode 0700) and refuses it if others may write to it.
+fn prepare_cache_dir(dir: &Path) -> Option<PathBuf> {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        tracing::warn!(dir = %dir.display(), "compile cache disabled: {e}");
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        match std::fs::metadata(dir) {
+            Ok(m) if m.permissions().mode() & 0o022 == 0 => {}
+            _ => {
+                tracing::warn!(dir = %dir.display(), "compile cache disabled: the folder is writable by others");
+                return None;
+            }
+        }
+    }
+    Some(dir.to_path_buf())
+}
+
+fn write_atomically(file: &Path, bytes: &[u8]) {
+    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    let res = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, file));
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        tracing::warn!(file = %file.display(), "cannot write the compile cache: {e}");
+    }
+}
+
+/// Loads an artifact from the host's own cache folder.
+#[allow(unsafe_code)]
+fn deserialize_own_artifact(engine: &Engine, file: &Path) -> wasmtime::Result<Component> {
+    // SAFETY: `file` lives in the cache folder the host created with mode 0700 and checked
+    // is not writable by others (see `prepare_cache_dir`), under a name derived from the
+    // sha256 of the wasm and the engine settings; only `write_atomically` writes there,
+    // with bytes produced by `Component::serialize` of this same wasmtime version. wasmtime
+    // also checks the header (version, target, settings) before use.
+    unsafe { Component::deserialize_file(engine, file) }
+}

@@ -1,0 +1,133 @@
+//! Error types at this crate's boundaries. Every message names the file concerned.
+
+use thiserror::Error;
+
+/// A policy file could not be used.
+#[derive(Debug, Error)]
+pub enum PolicyError {
+    /// The file exists but could not be read.
+    #[error("cannot read policy {file}: {source}")]
+    Read {
+        /// The policy file.
+        file: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A key the host does not know (a typo, or a capability that does not exist).
+    #[error(
+        "policy {file}: unknown key `{key}` (known keys: read, write, network, sockets, env, timeout_ms, fuel, memory_mb, output_kb)"
+    )]
+    UnknownKey {
+        /// The policy file.
+        file: String,
+        /// The offending key.
+        key: String,
+    },
+    /// Bad TOML or a bad value.
+    #[error("policy {file}: {message}")]
+    Invalid {
+        /// The policy file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The engine could not be created.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    /// wasmtime rejected the configuration.
+    #[error("cannot create the wasm engine: {0}")]
+    Config(String),
+    /// The host side of the linker could not be set up.
+    #[error("cannot set up the wasm linker: {0}")]
+    Linker(String),
+}
+
+/// A plugin (one `.wasm` file) could not be loaded. Other plugins are not affected.
+#[derive(Debug, Error)]
+pub enum PluginError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The component file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is larger than the loader accepts.
+    #[error("{path}: {size} bytes is over the {max}-byte plugin size limit")]
+    TooLarge {
+        /// The component file.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// Not a WebAssembly component (garbage, or a core module).
+    #[error("{path}: not a WebAssembly component: {detail}")]
+    NotAComponent {
+        /// The component file.
+        path: String,
+        /// What it is instead.
+        detail: String,
+    },
+    /// wasmtime could not compile it.
+    #[error("{path}: cannot compile: {message}")]
+    Compile {
+        /// The component file.
+        path: String,
+        /// The compiler's message.
+        message: String,
+    },
+    /// It imports something the host does not provide, or lacks the `tool` world's exports.
+    #[error("{path}: does not fit the toolhost:tool world: {message}")]
+    WrongWorld {
+        /// The component file.
+        path: String,
+        /// The linker's message (it names the import or export).
+        message: String,
+    },
+    /// Its policy file is broken.
+    #[error("{path}: {source}")]
+    Policy {
+        /// The component file.
+        path: String,
+        /// The policy problem (it names the policy file).
+        source: PolicyError,
+    },
+    /// `describe()` trapped or failed.
+    #[error("{path}: describe() failed: {message}")]
+    Describe {
+        /// The component file.
+        path: String,
+        /// What happened.
+        message: String,
+    },
+    /// A described tool failed the registration checks (name, description, schema,
+    /// duplicates).
+    #[error("{path}: {message}")]
+    Definition {
+        /// The component file.
+        path: String,
+        /// The check that failed.
+        message: String,
+    },
+}
+
+impl PluginError {
+    /// The component file this error is about.
+    pub fn path(&self) -> &str {
+        match self {
+            PluginError::Io { path, .. }
+            | PluginError::TooLarge { path, .. }
+            | PluginError::NotAComponent { path, .. }
+            | PluginError::Compile { path, .. }
+            | PluginError::WrongWorld { path, .. }
+            | PluginError::Policy { path, .. }
+            | PluginError::Describe { path, .. }
+            | PluginError::Definition { path, .. } => path,
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Integration tests of toolhost-wasm, one binary (each test binary links wasmtime, which
+//! is slow): real compiled components, built by `support::guests()` (a no-op cargo build
+//! when up to date). Every hostile case must be denied or stopped, and a good call must
+//! succeed right after it.
+
+mod support;
+
+mod fs;
+mod limits;
+mod loading;
+mod net;

@@ -1,0 +1,232 @@
+//! # toolhost-sdk
+//!
+//! Write toolhost tools in Rust. A plugin is a WebAssembly component (target
+//! `wasm32-wasip2`) implementing the WIT world `toolhost:tool/tool`. This crate hides the
+//! bindings: describe each tool with [`Tool::new`] (typed arguments through serde +
+//! schemars, any `Serialize` result), declare its permissions, and let [`export!`]
+//! generate the component's `describe` and `call`.
+//!
+//! ```ignore
+//! use toolhost_sdk::{Tool, ToolError, Deserialize, JsonSchema};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs { x: f64, y: f64 }
+//!
+//! fn tools() -> Vec<Tool> {
+//!     vec![Tool::new("add", "Adds two numbers x and y", |a: AddArgs| Ok(a.x + a.y))]
+//! }
+//! toolhost_sdk::export!(tools);
+//! ```
+
+use std::collections::HashMap;
+
+pub use schemars::{self, JsonSchema};
+pub use serde::{self, Deserialize, Serialize};
+pub use serde_json::{self, Value, json};
+
+/// The generated bindings of the `tool` world (guest side).
+#[allow(missing_docs)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "tool",
+        pub_export_macro: true,
+        export_macro_name: "__export_tool_world",
+        default_bindings_module: "toolhost_sdk::bindings",
+    });
+}
+
+pub use bindings::toolhost::tool::types::{CallContext, Permission};
+use bindings::toolhost::tool::types::{ToolError as WitError, ToolInfo, ToolOutput};
+
+/// Why a call failed. Maps one-to-one onto the WIT `tool-error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolError {
+    /// The arguments were wrong: the model should fix them.
+    InvalidArguments(String),
+    /// The tool ran and failed.
+    Failed(String),
+    /// The tool refused (a path outside what it may touch, ...).
+    Denied(String),
+}
+
+impl ToolError {
+    /// A [`ToolError::Failed`] from anything printable.
+    pub fn failed(msg: impl std::fmt::Display) -> Self {
+        ToolError::Failed(msg.to_string())
+    }
+    /// A [`ToolError::InvalidArguments`] from anything printable.
+    pub fn invalid(msg: impl std::fmt::Display) -> Self {
+        ToolError::InvalidArguments(msg.to_string())
+    }
+    /// A [`ToolError::Denied`] from anything printable.
+    pub fn denied(msg: impl std::fmt::Display) -> Self {
+        ToolError::Denied(msg.to_string())
+    }
+}
+
+impl From<std::io::Error> for ToolError {
+    fn from(e: std::io::Error) -> Self {
+        ToolError::Failed(e.to_string())
+    }
+}
+
+impl From<ToolError> for WitError {
+    fn from(e: ToolError) -> Self {
+        match e {
+            ToolError::InvalidArguments(m) => WitError::InvalidArguments(m),
+            ToolError::Failed(m) => WitError::ExecutionFailed(m),
+            ToolError::Denied(m) => WitError::Denied(m),
+        }
+    }
+}
+
+/// A result with render text for the model besides the structured value.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The structured result.
+    pub value: Value,
+    /// The text the model sees (when `None`, the host renders `value`).
+    pub render: Option<String>,
+}
+
+impl Output {
+    /// A result with explicit render text.
+    pub fn rendered(value: impl Serialize, render: impl Into<String>) -> Self {
+        Output {
+            value: serde_json::to_value(value).unwrap_or(Value::Null),
+            render: Some(render.into()),
+        }
+    }
+}
+
+type Handler = Box<dyn Fn(&str, &CallContext) -> Result<Output, ToolError>>;
+
+/// One tool: name, description, argument schema, permissions and handler.
+pub struct Tool {
+    name: String,
+    description: String,
+    parameters: Value,
+    permissions: Vec<Permission>,
+    tags: Vec<String>,
+    handler: Handler,
+}
+
+fn parse<A: serde::de::DeserializeOwned>(args: &str) -> Result<A, ToolError> {
+    serde_json::from_str(args).map_err(ToolError::invalid)
+}
+
+fn schema<A: JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(A)).unwrap_or_else(|_| json!({"type": "object"}))
+}
+
+impl Tool {
+    /// A tool whose handler takes typed arguments `A` and returns any serializable value.
+    pub fn new<A, R, F>(name: &str, description: &str, handler: F) -> Self
+    where
+        A: serde::de::DeserializeOwned + JsonSchema + 'static,
+        R: Serialize + 'static,
+        F: Fn(A) -> Result<R, ToolError> + 'static,
+    {
+        Self::with_context(name, description, move |a: A, _ctx: &CallContext| {
+            handler(a).map(|r| Output {
+                value: serde_json::to_value(r).unwrap_or(Value::Null),
+                render: None,
+            })
+        })
+    }
+
+    /// A tool whose handler also sees the call context and returns an [`Output`].
+    pub fn with_context<A, F>(name: &str, description: &str, handler: F) -> Self
+    where
+        A: serde::de::DeserializeOwned + JsonSchema + 'static,
+        F: Fn(A, &CallContext) -> Result<Output, ToolError> + 'static,
+    {
+        Tool {
+            name: name.to_string(),
+            description: description.to_string(),
+            parameters: schema::<A>(),
+            permissions: Vec::new(),
+            tags: Vec::new(),
+            handler: Box::new(move |args, ctx| handler(parse::<A>(args)?, ctx)),
+        }
+    }
+
+    /// Declares the permissions the tool needs (the host grants capabilities only for
+    /// declared permissions its policy allows).
+    pub fn permissions(mut self, perms: impl IntoIterator<Item = Permission>) -> Self {
+        self.permissions.extend(perms);
+        self
+    }
+
+    /// Adds tags.
+    pub fn tags(mut self, tags: impl IntoIterator<Item = &'static str>) -> Self {
+        self.tags.extend(tags.into_iter().map(String::from));
+        self
+    }
+}
+
+/// Writes a line to the host's log.
+pub fn log(level: bindings::toolhost::tool::types::LogLevel, message: &str) {
+    bindings::toolhost::tool::host::log(level, message);
+}
+
+/// Reports progress of the current call to the host.
+pub fn progress(done: f64, total: Option<f64>, message: Option<&str>) {
+    bindings::toolhost::tool::host::progress(done, total, message);
+}
+
+#[doc(hidden)]
+pub fn __describe(tools: Vec<Tool>) -> Vec<ToolInfo> {
+    tools
+        .into_iter()
+        .map(|t| ToolInfo {
+            name: t.name,
+            description: t.description,
+            parameters: t.parameters.to_string(),
+            permissions: t.permissions,
+            tags: t.tags,
+        })
+        .collect()
+}
+
+#[doc(hidden)]
+pub fn __call(
+    tools: Vec<Tool>,
+    name: &str,
+    args: &str,
+    ctx: &CallContext,
+) -> Result<ToolOutput, WitError> {
+    let mut by_name: HashMap<String, Tool> =
+        tools.into_iter().map(|t| (t.name.clone(), t)).collect();
+    let Some(tool) = by_name.remove(name) else {
+        return Err(WitError::InvalidArguments(format!("no tool named '{name}' in this plugin")));
+    };
+    let out = (tool.handler)(args, ctx)?;
+    Ok(ToolOutput {
+        canonical: out.value.to_string(),
+        render: out.render,
+    })
+}
+
+/// Exports the tools returned by a `fn() -> Vec<Tool>` as this component's `describe` and
+/// `call`. Use it once per plugin crate.
+#[macro_export]
+macro_rules! export {
+    ($tools:path) => {
+        struct __ToolhostPlugin;
+        impl $crate::bindings::Guest for __ToolhostPlugin {
+            fn describe() -> ::std::vec::Vec<$crate::bindings::ToolInfo> {
+                $crate::__describe($tools())
+            }
+            fn call(
+                name: ::std::string::String,
+                arguments: ::std::string::String,
+                ctx: $crate::bindings::CallContext,
+            ) -> ::std::result::Result<$crate::bindings::ToolOutput, $crate::bindings::ToolError> {
+                $crate::__call($tools(), &name, &arguments, &ctx)
+            }
+        }
+        $crate::bindings::__export_tool_world!(__ToolhostPlugin with_types_in $crate::bindings);
+    };
+}
