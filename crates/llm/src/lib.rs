@@ -1,1 +1,46 @@
-//! placeholder
+//! `toolhost-llm`: the automatic LLM tool loop.
+//!
+//! - [`types`]: OpenAI Chat Completions messages, requests, responses, stream deltas.
+//! - [`provider`]: the [`ChatProvider`] trait (`complete` and `stream`).
+//! - [`openai`]: [`OpenAiProvider`], for OpenAI, vLLM, Ollama, llama.cpp, LM Studio.
+//! - [`cycle`]: [`LlmCycle`] and [`CycleConfig`]: `submit`, `submit_with_tools`,
+//!   `submit_stream_with_tools`, `messages`.
+//! - [`events`]: the [`StreamEvent`]s of the streaming loop.
+//! - [`policy`]: the [`InvalidToolCallPolicy`] (Fail, Retry, Repair, Skip, Stop).
+//! - [`error`]: [`LlmError`]; loop errors carry the trajectory.
+//!
+//! ```no_run
+//! use toolhost_core::tools::ToolRegistry;
+//! use toolhost_llm::{CycleConfig, LlmCycle, OpenAiProvider};
+//!
+//! # async fn demo(registry: ToolRegistry) -> Result<(), toolhost_llm::LlmError> {
+//! let provider = OpenAiProvider::new("http://localhost:11434/v1", "qwen3:4b")?;
+//! let mut cycle = LlmCycle::new(provider, CycleConfig::default());
+//! let answer = cycle.submit_with_tools("What is 2 + 3?", &registry).await?;
+//! println!("{}", answer.text());
+//! for m in cycle.messages() {
+//!     println!("{}: {}", m.role(), m.text().unwrap_or(""));
+//! }
+//! # Ok(()) }
+//! ```
+
+pub mod cycle;
+pub mod error;
+pub mod events;
+pub mod openai;
+pub mod policy;
+pub mod provider;
+pub mod types;
+
+pub use cycle::{CycleConfig, EventStream, LlmCycle};
+pub use error::LlmError;
+pub use events::StreamEvent;
+pub use openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, RetryPolicy};
+pub use policy::{
+    InvalidToolCall, InvalidToolCallAction, InvalidToolCallKind, InvalidToolCallPolicy,
+};
+pub use provider::{ChatProvider, DeltaStream};
+pub use types::{
+    AssistantMessage, AssistantToolCall, ChatMessage, ChatRequest, ChatResponse, FinishReason,
+    FunctionCall, ResponseAssembler, StreamDelta, Usage,
+};

@@ -1,0 +1,651 @@
+//! [`LlmCycle`]: a conversation with a model that calls tools, gets their results and goes
+//! on, until it answers without tools (seed 000 §6).
+//!
+//! One loop serves both modes (`submit_with_tools` and `submit_stream_with_tools`); each
+//! turn:
+//!
+//! 1. **ask** the model, sending the history and the offered tool definitions (the
+//!    registry's tools, narrowed by [`CycleConfig::tool_tags`]; recomputed every turn so
+//!    tools added or removed mid-conversation are seen);
+//! 2. an answer without tool calls ends the loop; it is added to the history and returned;
+//! 3. otherwise the assistant message is added, and every call is **checked**: an unknown
+//!    name or arguments that are not JSON go to the [`InvalidToolCallPolicy`];
+//! 4. the valid calls **run in parallel** through `ToolRegistry::invoke_calls`, with the
+//!    cycle's [`ToolContext`] (session id, trace id, cancellation) and a per-turn deadline of
+//!    `tool_timeout_secs`;
+//! 5. every call gets **exactly one tool message**, in the model's order, before anything
+//!    else happens: its result, its error, the policy's feedback, or why it did not run;
+//! 6. a fatal tool error (`!ToolError::is_recoverable()`: permission denied, MCP link down,
+//!    I/O, cancellation) ends the loop with [`LlmError::ToolFailed`], carrying the trajectory;
+//!    recoverable errors are just results the model reads.
+//!
+//! Asking the model more than `max_turns` times is an error ([`LlmError::MaxTurns`]).
+//!
+//! An answer with tool calls is executed whatever its finish reason: some servers (older
+//! Ollama builds) report `stop` with tool calls, and leaving calls unanswered would make the
+//! history invalid to resubmit.
+
+use std::collections::HashSet;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use toolhost_core::tools::{
+    DEFAULT_MAX_TOOL_RESULT_BYTES, ToolCall, ToolContext, ToolDefinition, ToolError, ToolRegistry,
+    truncate_render,
+};
+
+use crate::error::LlmError;
+use crate::events::StreamEvent;
+use crate::policy::{
+    InvalidToolCall, InvalidToolCallAction, InvalidToolCallKind, InvalidToolCallPolicy,
+};
+use crate::provider::ChatProvider;
+use crate::types::{
+    AssistantMessage, ChatMessage, ChatRequest, ChatResponse, FinishReason, ResponseAssembler,
+};
+
+/// A boxed stream of loop events; see [`LlmCycle::submit_stream_with_tools`].
+pub type EventStream<'a> = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send + 'a>>;
+
+/// Settings of an [`LlmCycle`]. Every limit has a default; change it with struct update
+/// syntax: `CycleConfig { max_turns: Some(4), ..Default::default() }`.
+#[derive(Debug, Clone)]
+pub struct CycleConfig {
+    /// The most model requests one submit may make (`None`: no limit). Default `Some(10)`.
+    pub max_turns: Option<usize>,
+    /// The deadline of one turn's tool calls, in seconds (they run in parallel, so this is
+    /// each call's budget; the registry's own per-tool timeout also applies). Default 60.
+    pub tool_timeout_secs: u64,
+    /// The most bytes of one tool result given to the model (head and tail kept, a marker
+    /// between). Default 20 000.
+    pub max_tool_result_bytes: usize,
+    /// A system prompt, put first in the history. Default none.
+    pub system_prompt: Option<String>,
+    /// Offer only tools carrying at least one of these tags (empty: every tool). A tool
+    /// outside the filter counts as unknown if the model calls it.
+    pub tool_tags: Vec<String>,
+    /// What to do with invalid tool calls. Default `Retry` with feedback.
+    pub invalid_tool_calls: InvalidToolCallPolicy,
+    /// Sampling temperature. Default: the server's.
+    pub temperature: Option<f32>,
+    /// Output token limit per request. Default: the server's.
+    pub max_tokens: Option<u32>,
+}
+
+impl Default for CycleConfig {
+    fn default() -> Self {
+        Self {
+            max_turns: Some(10),
+            tool_timeout_secs: 60,
+            max_tool_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
+            system_prompt: None,
+            tool_tags: Vec::new(),
+            invalid_tool_calls: InvalidToolCallPolicy::default(),
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+}
+
+/// A conversation with a model and the automatic tool loop. See the module docs.
+pub struct LlmCycle {
+    provider: Arc<dyn ChatProvider>,
+    config: CycleConfig,
+    messages: Vec<ChatMessage>,
+    context: ToolContext,
+    turns: u64,
+}
+
+impl std::fmt::Debug for LlmCycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmCycle")
+            .field("model", &self.provider.model())
+            .field("config", &self.config)
+            .field("messages", &self.messages.len())
+            .field("session_id", &self.context.session_id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One call of a turn, checked.
+struct PlannedCall {
+    id: String,
+    name: String,
+    input: Value,
+    action: Planned,
+}
+
+enum Planned {
+    /// Run it.
+    Run(Value),
+    /// Answer it with this text without running it (policy Retry/Skip).
+    Answer(String),
+}
+
+/// Why a turn stops before running anything.
+enum Halt {
+    Fail {
+        call_id: String,
+        tool: String,
+        problem: String,
+    },
+    Stop {
+        reason: String,
+    },
+}
+
+/// The result of one call, as given to the model.
+struct Outcome {
+    id: String,
+    name: String,
+    output: Result<String, String>,
+    duration: Duration,
+    fatal: Option<ToolError>,
+}
+
+impl LlmCycle {
+    /// A conversation with `provider` (for example an [`OpenAiProvider`](crate::OpenAiProvider)).
+    pub fn new(provider: impl ChatProvider + 'static, config: CycleConfig) -> Self {
+        Self::with_provider(Arc::new(provider), config)
+    }
+
+    /// A conversation with a shared provider.
+    pub fn with_provider(provider: Arc<dyn ChatProvider>, config: CycleConfig) -> Self {
+        let session = new_session_id();
+        let trace = format!("{session}-trace");
+        let mut messages = Vec::new();
+        if let Some(p) = &config.system_prompt {
+            messages.push(ChatMessage::system(p.clone()));
+        }
+        Self {
+            provider,
+            config,
+            messages,
+            context: ToolContext::new(session, trace),
+            turns: 0,
+        }
+    }
+
+    /// Uses this context for the tools: its session id, trace id, typed values and
+    /// cancellation token (cancelling it stops the loop and the running tools).
+    pub fn with_tool_context(mut self, context: ToolContext) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// The history: system prompt, user prompts, assistant turns and tool results.
+    pub fn messages(&self) -> &[ChatMessage] {
+        &self.messages
+    }
+
+    /// Replaces the history (for example with a trajectory from an error, to resubmit).
+    pub fn set_messages(&mut self, messages: Vec<ChatMessage>) {
+        self.messages = messages;
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &CycleConfig {
+        &self.config
+    }
+
+    /// The context the tools run in.
+    pub fn tool_context(&self) -> &ToolContext {
+        &self.context
+    }
+
+    /// The session id given to the tools.
+    pub fn session_id(&self) -> &str {
+        self.context.session_id()
+    }
+
+    /// How many model requests this cycle has made in all.
+    pub fn turns(&self) -> u64 {
+        self.turns
+    }
+
+    /// Sends `prompt` without tools and returns the answer.
+    pub async fn submit(&mut self, prompt: impl Into<String>) -> Result<ChatResponse, LlmError> {
+        self.messages.push(ChatMessage::user(prompt));
+        let response = self.request(&[], None, false).await?;
+        self.messages
+            .push(ChatMessage::Assistant(response.message.clone()));
+        Ok(response)
+    }
+
+    /// Sends `prompt` and runs the tool loop until the model answers without tools.
+    /// Returns that answer; the whole exchange is in [`LlmCycle::messages`].
+    pub async fn submit_with_tools(
+        &mut self,
+        prompt: impl Into<String>,
+        registry: &ToolRegistry,
+    ) -> Result<ChatResponse, LlmError> {
+        self.messages.push(ChatMessage::user(prompt));
+        self.run_loop(registry, None, false).await
+    }
+
+    /// Runs the loop again on the current history without adding a prompt (for example
+    /// after [`LlmCycle::set_messages`]).
+    pub async fn resume_with_tools(
+        &mut self,
+        registry: &ToolRegistry,
+    ) -> Result<ChatResponse, LlmError> {
+        self.run_loop(registry, None, false).await
+    }
+
+    /// Like [`LlmCycle::submit_with_tools`], streaming: text deltas as the model writes, and
+    /// tool events, in the order the [`events`](crate::events) module documents. The stream
+    /// ends after the final `TurnComplete`, or with one `Err` when the loop fails. The
+    /// history is updated as the stream goes; read it after dropping the stream.
+    pub fn submit_stream_with_tools<'a>(
+        &'a mut self,
+        prompt: impl Into<String>,
+        registry: &'a ToolRegistry,
+    ) -> EventStream<'a> {
+        self.messages.push(ChatMessage::user(prompt));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let stream = async_stream::stream! {
+            let run = self.run_loop(registry, Some(tx), true);
+            tokio::pin!(run);
+            let result = loop {
+                tokio::select! {
+                    biased;
+                    Some(ev) = rx.recv() => yield Ok(ev),
+                    r = &mut run => break r,
+                }
+            };
+            while let Ok(ev) = rx.try_recv() {
+                yield Ok(ev);
+            }
+            if let Err(e) = result {
+                yield Err(e);
+            }
+        };
+        Box::pin(stream)
+    }
+
+    /// The tool definitions offered this turn.
+    fn offered_tools(&self, registry: &ToolRegistry) -> Vec<ToolDefinition> {
+        if self.config.tool_tags.is_empty() {
+            registry.definitions()
+        } else {
+            let tags = &self.config.tool_tags;
+            registry.definitions_where(|e| e.tags().iter().any(|t| tags.contains(t)))
+        }
+    }
+
+    fn cancelled(&self) -> LlmError {
+        LlmError::Cancelled {
+            messages: self.messages.clone(),
+        }
+    }
+
+    async fn run_loop(
+        &mut self,
+        registry: &ToolRegistry,
+        events: Option<mpsc::UnboundedSender<StreamEvent>>,
+        stream: bool,
+    ) -> Result<ChatResponse, LlmError> {
+        let emit = |ev: StreamEvent| {
+            if let Some(tx) = &events {
+                // The receiver is gone only if the caller dropped the stream, and then
+                // this future is dropped too.
+                let _ = tx.send(ev);
+            }
+        };
+        let mut turn = 0usize;
+        loop {
+            if self.context.is_cancelled() {
+                return Err(self.cancelled());
+            }
+            turn += 1;
+            if let Some(max) = self.config.max_turns
+                && turn > max
+            {
+                return Err(LlmError::MaxTurns {
+                    max_turns: max,
+                    messages: self.messages.clone(),
+                });
+            }
+            let tools = self.offered_tools(registry);
+            let response = self.request(&tools, events.as_ref(), stream).await?;
+            if !response.message.has_tool_calls() {
+                self.messages
+                    .push(ChatMessage::Assistant(response.message.clone()));
+                emit(StreamEvent::TurnComplete {
+                    reason: response.stop_reason.unwrap_or(FinishReason::Stop),
+                });
+                return Ok(response);
+            }
+
+            // A tool turn: check the calls, record the (possibly repaired) assistant message.
+            let available: Vec<String> = tools.iter().map(|d| d.function.name.clone()).collect();
+            let mut message = response.message;
+            let (plan, halt) = self.plan_calls(&mut message, &available);
+            self.messages.push(ChatMessage::Assistant(message));
+            for p in &plan {
+                emit(StreamEvent::ToolExecutionStarted {
+                    id: p.id.clone(),
+                    name: p.name.clone(),
+                    input: p.input.clone(),
+                });
+            }
+            emit(StreamEvent::TurnComplete {
+                reason: FinishReason::ToolCalls,
+            });
+
+            if let Some(halt) = halt {
+                let note = match &halt {
+                    Halt::Fail { tool, problem, .. } => {
+                        format!(
+                            "Error: not run: the invalid call of '{tool}' ({problem}) ended the run"
+                        )
+                    }
+                    Halt::Stop { reason } => {
+                        format!("Error: not run: the run was stopped: {reason}")
+                    }
+                };
+                for p in &plan {
+                    let text = match &p.action {
+                        Planned::Answer(t) => t.clone(),
+                        Planned::Run(_) => note.clone(),
+                    };
+                    self.messages
+                        .push(ChatMessage::tool(p.id.clone(), text.clone()));
+                    emit(StreamEvent::ToolExecutionCompleted {
+                        id: p.id.clone(),
+                        name: p.name.clone(),
+                        output: Err(text),
+                        duration: Duration::ZERO,
+                    });
+                }
+                return Err(match halt {
+                    Halt::Fail {
+                        call_id,
+                        tool,
+                        problem,
+                    } => LlmError::InvalidToolCall {
+                        tool,
+                        call_id,
+                        problem,
+                        messages: self.messages.clone(),
+                    },
+                    Halt::Stop { reason } => LlmError::Stopped {
+                        reason,
+                        messages: self.messages.clone(),
+                    },
+                });
+            }
+
+            let outcomes = self.execute(plan, registry, turn).await;
+            let mut fatal = None;
+            for o in outcomes {
+                let text = match &o.output {
+                    Ok(t) | Err(t) => t.clone(),
+                };
+                self.messages.push(ChatMessage::tool(o.id.clone(), text));
+                if fatal.is_none()
+                    && let Some(e) = o.fatal
+                {
+                    fatal = Some((o.name.clone(), o.id.clone(), e));
+                }
+                emit(StreamEvent::ToolExecutionCompleted {
+                    id: o.id,
+                    name: o.name,
+                    output: o.output,
+                    duration: o.duration,
+                });
+            }
+            if self.context.is_cancelled() {
+                return Err(self.cancelled());
+            }
+            if let Some((tool, call_id, error)) = fatal {
+                return Err(LlmError::ToolFailed {
+                    tool,
+                    call_id,
+                    error: Box::new(error),
+                    messages: self.messages.clone(),
+                });
+            }
+        }
+    }
+
+    /// Asks the model once (blocking or streaming), honouring cancellation.
+    async fn request(
+        &mut self,
+        tools: &[ToolDefinition],
+        events: Option<&mpsc::UnboundedSender<StreamEvent>>,
+        stream: bool,
+    ) -> Result<ChatResponse, LlmError> {
+        self.turns += 1;
+        let request = ChatRequest {
+            messages: &self.messages,
+            tools,
+            temperature: self.config.temperature,
+            max_tokens: self.config.max_tokens,
+        };
+        let provider = &self.provider;
+        let ask = async {
+            if !stream {
+                return provider.complete(request).await;
+            }
+            let mut deltas = provider.stream(request).await?;
+            let mut asm = ResponseAssembler::new();
+            while let Some(delta) = deltas.next().await {
+                let delta = delta?;
+                if let (crate::types::StreamDelta::Text(t), Some(tx)) = (&delta, events) {
+                    let _ = tx.send(StreamEvent::AssistantTextDelta { text: t.clone() });
+                }
+                asm.push(&delta);
+            }
+            Ok(asm.finish(provider.model()))
+        };
+        let token = self.context.cancellation_token().clone();
+        tokio::select! {
+            r = ask => r,
+            _ = token.cancelled() => Err(self.cancelled()),
+        }
+    }
+
+    /// Checks each call of an assistant message, applying the invalid-call policy. Repairs
+    /// rename the call in `message`, so the history shows what actually ran.
+    fn plan_calls(
+        &self,
+        message: &mut AssistantMessage,
+        available: &[String],
+    ) -> (Vec<PlannedCall>, Option<Halt>) {
+        let offered: HashSet<&str> = available.iter().map(String::as_str).collect();
+        let mut plan = Vec::with_capacity(message.tool_calls.len());
+        let mut halt = None;
+        let mut seen_ids = HashSet::new();
+        for (i, call) in message.tool_calls.iter_mut().enumerate() {
+            // Every call must be answerable by its own tool message: ids must exist and be
+            // unique.
+            if call.id.is_empty() || !seen_ids.insert(call.id.clone()) {
+                call.id = format!("call_{}_{i}", self.turns);
+                seen_ids.insert(call.id.clone());
+            }
+            let raw = call.function.arguments.trim();
+            let parsed = if raw.is_empty() {
+                Ok(Value::Object(Default::default()))
+            } else {
+                serde_json::from_str::<Value>(raw).map_err(|e| e.to_string())
+            };
+            let kind = match (&parsed, offered.contains(call.function.name.as_str())) {
+                (_, false) => Some(InvalidToolCallKind::UnknownTool),
+                (Err(e), true) => {
+                    Some(InvalidToolCallKind::MalformedArguments { error: e.clone() })
+                }
+                (Ok(_), true) => None,
+            };
+            let input = parsed
+                .clone()
+                .unwrap_or_else(|_| Value::String(call.function.arguments.clone()));
+            let Some(kind) = kind else {
+                plan.push(PlannedCall {
+                    id: call.id.clone(),
+                    name: call.function.name.clone(),
+                    input: input.clone(),
+                    action: Planned::Run(input),
+                });
+                continue;
+            };
+            let invalid = InvalidToolCall {
+                call_id: call.id.clone(),
+                tool_name: call.function.name.clone(),
+                raw_arguments: call.function.arguments.clone(),
+                kind,
+                available_tools: available.to_vec(),
+            };
+            let action = self.config.invalid_tool_calls.decide(&invalid);
+            tracing::debug!(tool = %invalid.tool_name, problem = %invalid.problem(), ?action, "invalid tool call");
+            let planned = match action {
+                InvalidToolCallAction::Repair { tool_name } => {
+                    call.function.name = tool_name;
+                    match parsed {
+                        Ok(v) => Planned::Run(v),
+                        Err(_) => Planned::Answer(invalid.default_feedback()),
+                    }
+                }
+                InvalidToolCallAction::Retry { feedback } => Planned::Answer(feedback),
+                InvalidToolCallAction::Skip { reason } => Planned::Answer(reason),
+                InvalidToolCallAction::Fail => {
+                    if halt.is_none() {
+                        halt = Some(Halt::Fail {
+                            call_id: invalid.call_id.clone(),
+                            tool: invalid.tool_name.clone(),
+                            problem: invalid.problem(),
+                        });
+                    }
+                    Planned::Answer(invalid.default_feedback())
+                }
+                InvalidToolCallAction::Stop { reason } => {
+                    if halt.is_none() {
+                        halt = Some(Halt::Stop { reason });
+                    }
+                    Planned::Answer(invalid.default_feedback())
+                }
+            };
+            plan.push(PlannedCall {
+                id: call.id.clone(),
+                name: call.function.name.clone(),
+                input,
+                action: planned,
+            });
+        }
+        (plan, halt)
+    }
+
+    /// Runs the runnable calls of a turn in parallel and returns one outcome per call, in
+    /// the plan's order.
+    async fn execute(
+        &self,
+        plan: Vec<PlannedCall>,
+        registry: &ToolRegistry,
+        turn: usize,
+    ) -> Vec<Outcome> {
+        let calls: Vec<ToolCall> = plan
+            .iter()
+            .filter_map(|p| match &p.action {
+                Planned::Run(args) => Some(ToolCall::with_id(
+                    p.id.clone(),
+                    p.name.clone(),
+                    args.clone(),
+                )),
+                Planned::Answer(_) => None,
+            })
+            .collect();
+        let budget = Duration::from_secs(self.config.tool_timeout_secs);
+        let mut invocations = Vec::new();
+        let mut deadline_hit = false;
+        if !calls.is_empty() {
+            // One child context per turn: cancelling it (deadline) stops this turn's calls
+            // only; cancelling the cycle's context cancels it too.
+            let turn_ctx = self.context.child(&format!("turn-{turn}"));
+            let token = turn_ctx.cancellation_token().clone();
+            let fired = Arc::new(AtomicBool::new(false));
+            let timer = {
+                let fired = fired.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(budget).await;
+                    fired.store(true, Ordering::SeqCst);
+                    token.cancel();
+                })
+            };
+            invocations = registry.invoke_calls(calls, &turn_ctx).await;
+            timer.abort();
+            deadline_hit = fired.load(Ordering::SeqCst) && !self.context.is_cancelled();
+        }
+        let mut by_id: std::collections::HashMap<String, toolhost_core::tools::ToolInvocation> =
+            invocations
+                .into_iter()
+                .map(|inv| (inv.call_id.clone(), inv))
+                .collect();
+        let max = self.config.max_tool_result_bytes;
+        plan.into_iter()
+            .map(|p| match p.action {
+                Planned::Answer(text) => Outcome {
+                    id: p.id,
+                    name: p.name,
+                    output: Err(text),
+                    duration: Duration::ZERO,
+                    fatal: None,
+                },
+                Planned::Run(_) => {
+                    let Some(inv) = by_id.remove(&p.id) else {
+                        // invoke_calls returns one invocation per call; this is defensive.
+                        return Outcome {
+                            id: p.id,
+                            name: p.name.clone(),
+                            output: Err(format!(
+                                "Error: tool '{}' did not report a result",
+                                p.name
+                            )),
+                            duration: Duration::ZERO,
+                            fatal: None,
+                        };
+                    };
+                    let output = match inv.output {
+                        Err(ToolError::Cancelled(name)) if deadline_hit => {
+                            Err(ToolError::Timeout(name, budget))
+                        }
+                        other => other,
+                    };
+                    let (text, fatal) = match output {
+                        Ok(out) => (Ok(truncate_render(&out.render, max).0), None),
+                        Err(e) => {
+                            let text = truncate_render(&format!("Error: {e}"), max).0;
+                            let fatal = (!e.is_recoverable()).then_some(e);
+                            (Err(text), fatal)
+                        }
+                    };
+                    Outcome {
+                        id: p.id,
+                        name: p.name,
+                        output: text,
+                        duration: inv.duration,
+                        fatal,
+                    }
+                }
+            })
+            .collect()
+    }
+}
+
+fn new_session_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "session-{:x}-{:x}-{}",
+        nanos,
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}

@@ -1,0 +1,62 @@
+//! [`StreamEvent`]: what `LlmCycle::submit_stream_with_tools` reports while it runs.
+//!
+//! The order follows seed 000's timing diagram. For a turn in which the model calls tools:
+//!
+//! ```text
+//! AssistantTextDelta*                  (text the model writes before its calls)
+//! ToolExecutionStarted   (one per call, in the model's order)
+//! TurnComplete { ToolCalls }
+//! ToolExecutionCompleted (one per call, in the model's order, after the batch ran)
+//! ```
+//!
+//! and the final turn is `AssistantTextDelta* TurnComplete { Stop }` (or `Length`, ...).
+//! Every tool call gets exactly one `Started` and one `Completed`, including calls that were
+//! invalid, denied, timed out, or skipped.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::types::FinishReason;
+
+/// An event of a streaming tool loop.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// More assistant text.
+    AssistantTextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A tool call is about to run.
+    ToolExecutionStarted {
+        /// The call id.
+        id: String,
+        /// The tool name (after any repair by the invalid-call policy).
+        name: String,
+        /// The arguments (a JSON string holding the raw text when they were not JSON).
+        input: Value,
+    },
+    /// A tool call ended. `output` is exactly the text given to the model.
+    ToolExecutionCompleted {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+        /// `Ok(result text)` or `Err(error text)`.
+        output: Result<String, String>,
+        /// How long the call took (zero for calls that never ran).
+        #[serde(serialize_with = "ser_ms")]
+        duration: Duration,
+    },
+    /// The model finished a turn.
+    TurnComplete {
+        /// Why.
+        reason: FinishReason,
+    },
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}

@@ -1,0 +1,507 @@
+//! [`OpenAiProvider`]: the OpenAI Chat Completions API over HTTP, for OpenAI itself and
+//! every compatible server (vLLM, Ollama, llama.cpp, LM Studio, ...).
+//!
+//! - `POST {base_url}/chat/completions`; the base URL is the API root (for example
+//!   `https://api.openai.com/v1` or `http://localhost:11434/v1`).
+//! - The API key comes from an environment variable (default `OPENAI_API_KEY`) and is sent
+//!   as a bearer token; no key means no `Authorization` header (local servers need none).
+//! - 429 and 5xx answers and connection failures are retried with exponential backoff
+//!   (default 3 retries, 500 ms doubling up to 8 s), honouring `Retry-After` (seconds) up
+//!   to `max_retry_after`. A stream is retried only before its first byte.
+//! - Streaming reads Server-Sent Events and yields [`StreamDelta`]s; tool-call argument
+//!   pieces are joined by index by [`ResponseAssembler`](crate::ResponseAssembler).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use serde::{Deserialize, Serialize};
+use toolhost_core::tools::ToolDefinition;
+
+use crate::error::LlmError;
+use crate::provider::{ChatProvider, DeltaStream};
+use crate::types::{
+    AssistantMessage, ChatMessage, ChatRequest, ChatResponse, FinishReason, StreamDelta, Usage,
+};
+
+/// Default environment variable holding the API key.
+pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+
+/// How failed requests are retried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0: never retry). Default 3.
+    pub max_retries: u32,
+    /// The first backoff; it doubles on each retry. Default 500 ms.
+    pub initial_backoff: Duration,
+    /// The longest backoff. Default 8 s.
+    pub max_backoff: Duration,
+    /// The longest `Retry-After` honoured; a longer one fails at once. Default 60 s.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    fn backoff(&self, retry: u32) -> Duration {
+        let factor = 2u32.saturating_pow(retry.min(16));
+        self.initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff)
+    }
+}
+
+/// An OpenAI-compatible chat provider.
+#[derive(Debug, Clone)]
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    url: String,
+    model: String,
+    headers: HeaderMap,
+    retry: RetryPolicy,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+}
+
+impl OpenAiProvider {
+    /// A provider for `model` at `base_url` (the API root, e.g. `http://localhost:11434/v1`),
+    /// with the key from `OPENAI_API_KEY` if set.
+    pub fn new(base_url: impl AsRef<str>, model: impl Into<String>) -> Result<Self, LlmError> {
+        let mut p = Self::without_key(base_url, model)?;
+        if let Ok(key) = std::env::var(DEFAULT_API_KEY_ENV)
+            && !key.trim().is_empty()
+        {
+            p = p.with_api_key(key.trim())?;
+        }
+        Ok(p)
+    }
+
+    /// A provider that sends no API key (local servers).
+    pub fn without_key(
+        base_url: impl AsRef<str>,
+        model: impl Into<String>,
+    ) -> Result<Self, LlmError> {
+        let base = base_url.as_ref().trim().trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(LlmError::Config(format!(
+                "the base URL must start with http:// or https:// (got {base:?}); \
+                 for example http://localhost:11434/v1"
+            )));
+        }
+        let url = if base.ends_with("/chat/completions") {
+            base.to_string()
+        } else {
+            format!("{base}/chat/completions")
+        };
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self {
+            client,
+            url,
+            model: model.into(),
+            headers: HeaderMap::new(),
+            retry: RetryPolicy::default(),
+            temperature: None,
+            max_tokens: None,
+        })
+    }
+
+    /// Reads the API key from this environment variable instead of `OPENAI_API_KEY`
+    /// (unset or empty: no key).
+    pub fn with_api_key_env(mut self, var: &str) -> Result<Self, LlmError> {
+        self.headers.remove(AUTHORIZATION);
+        match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => self.with_api_key(key.trim()),
+            _ => Ok(self),
+        }
+    }
+
+    /// Sends this API key as a bearer token.
+    pub fn with_api_key(mut self, key: &str) -> Result<Self, LlmError> {
+        let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            LlmError::Config("the API key has characters a header cannot carry".into())
+        })?;
+        v.set_sensitive(true);
+        self.headers.insert(AUTHORIZATION, v);
+        Ok(self)
+    }
+
+    /// Adds a header to every request (for example `X-Fakellm-Conversation-Id`).
+    pub fn with_header(mut self, name: &str, value: &str) -> Result<Self, LlmError> {
+        let n = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| LlmError::Config(format!("{name:?} is not a valid header name")))?;
+        let v = HeaderValue::from_str(value)
+            .map_err(|_| LlmError::Config(format!("the value of header {name} is not valid")))?;
+        self.headers.insert(n, v);
+        Ok(self)
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets a default temperature (a request's own wins).
+    pub fn with_temperature(mut self, t: f32) -> Self {
+        self.temperature = Some(t);
+        self
+    }
+
+    /// Sets a default output token limit (a request's own wins).
+    pub fn with_max_tokens(mut self, n: u32) -> Self {
+        self.max_tokens = Some(n);
+        self
+    }
+
+    /// The full completions URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn body<'a>(&'a self, req: &ChatRequest<'a>, stream: bool) -> WireRequest<'a> {
+        WireRequest {
+            model: &self.model,
+            messages: req.messages,
+            tools: req.tools,
+            stream,
+            stream_options: stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+            temperature: req.temperature.or(self.temperature),
+            max_tokens: req.max_tokens.or(self.max_tokens),
+        }
+    }
+
+    /// Sends the request, retrying transient failures; returns a success response.
+    async fn send(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, LlmError> {
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let result = self
+                .client
+                .post(&self.url)
+                .headers(self.headers.clone())
+                .json(body)
+                .send()
+                .await;
+            let retries_left = attempt <= self.retry.max_retries;
+            match result {
+                Ok(resp) if resp.status().is_success() => return Ok(resp),
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    let transient = status == 429 || status >= 500;
+                    let retry_after = resp
+                        .headers()
+                        .get(RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|s| s.trim().parse::<u64>().ok())
+                        .map(Duration::from_secs);
+                    let text = resp.text().await.unwrap_or_default();
+                    let err = LlmError::Http {
+                        status,
+                        body: excerpt(&text),
+                        attempts: attempt,
+                    };
+                    if !transient || !retries_left {
+                        return Err(err);
+                    }
+                    let wait = match retry_after {
+                        Some(d) if d > self.retry.max_retry_after => return Err(err),
+                        Some(d) => d,
+                        None => self.retry.backoff(attempt - 1),
+                    };
+                    tracing::warn!(status, attempt, ?wait, "model server busy; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => {
+                    let err = LlmError::Transport {
+                        url: self.url.clone(),
+                        message: error_chain(&e),
+                    };
+                    // Only failures before the server saw the request are safe to repeat.
+                    if !(e.is_connect() || e.is_timeout()) || !retries_left {
+                        return Err(err);
+                    }
+                    let wait = self.retry.backoff(attempt - 1);
+                    tracing::warn!(error = %err, attempt, ?wait, "retrying");
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl ChatProvider for OpenAiProvider {
+    async fn complete(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+        let body = self.body(&request, false);
+        let resp = self.send(&body).await?;
+        let bytes = resp.bytes().await.map_err(|e| LlmError::Transport {
+            url: self.url.clone(),
+            message: error_chain(&e),
+        })?;
+        let wire: WireResponse = serde_json::from_slice(&bytes).map_err(|e| {
+            LlmError::Decode(format!(
+                "{e}; the body starts with {}",
+                excerpt(&String::from_utf8_lossy(&bytes))
+            ))
+        })?;
+        let Some(choice) = wire.choices.into_iter().next() else {
+            return Err(LlmError::Incomplete("the answer has no choices".into()));
+        };
+        Ok(ChatResponse {
+            message: choice.message,
+            stop_reason: choice.finish_reason,
+            usage: wire.usage,
+            model: wire.model.unwrap_or_else(|| self.model.clone()),
+        })
+    }
+
+    async fn stream(&self, request: ChatRequest<'_>) -> Result<DeltaStream, LlmError> {
+        let body = self.body(&request, true);
+        let resp = self.send(&body).await?;
+        let url = self.url.clone();
+        let mut events = resp.bytes_stream().eventsource();
+        let stream = async_stream::stream! {
+            let mut finished = false;
+            while let Some(ev) = events.next().await {
+                let ev = match ev {
+                    Ok(ev) => ev,
+                    Err(e) => {
+                        yield Err(LlmError::Transport { url: url.clone(), message: format!("the event stream broke: {e}") });
+                        return;
+                    }
+                };
+                let data = ev.data.trim();
+                if data.is_empty() {
+                    continue;
+                }
+                if data == "[DONE]" {
+                    yield Ok(StreamDelta::Done);
+                    return;
+                }
+                let chunk: WireChunk = match serde_json::from_str(data) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        yield Err(LlmError::Decode(format!("{e} in stream event {}", excerpt(data))));
+                        return;
+                    }
+                };
+                if let Some(err) = chunk.error {
+                    yield Err(LlmError::Http { status: 200, body: excerpt(&err.to_string()), attempts: 1 });
+                    return;
+                }
+                for delta in chunk_deltas(chunk) {
+                    if matches!(delta, StreamDelta::Finish(_)) {
+                        finished = true;
+                    }
+                    yield Ok(delta);
+                }
+            }
+            if !finished {
+                yield Err(LlmError::Incomplete("the stream ended before the model finished".into()));
+            }
+        };
+        Ok(Box::pin(stream))
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
+
+fn chunk_deltas(chunk: WireChunk) -> Vec<StreamDelta> {
+    let mut out = Vec::new();
+    for choice in chunk.choices {
+        if let Some(delta) = choice.delta {
+            if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                out.push(StreamDelta::Text(text));
+            }
+            for tc in delta.tool_calls.unwrap_or_default() {
+                let (name, arguments) = match tc.function {
+                    Some(f) => (f.name, f.arguments.unwrap_or_default()),
+                    None => (None, String::new()),
+                };
+                out.push(StreamDelta::ToolCall {
+                    index: tc.index,
+                    id: tc.id,
+                    name,
+                    arguments,
+                });
+            }
+        }
+        if let Some(r) = choice.finish_reason {
+            out.push(StreamDelta::Finish(r));
+        }
+    }
+    if let Some(u) = chunk.usage {
+        out.push(StreamDelta::Usage(u));
+    }
+    out
+}
+
+/// At most 500 bytes of a body, cut on a character boundary.
+fn excerpt(s: &str) -> String {
+    const MAX: usize = 500;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: &'a [ToolDefinition],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    choices: Vec<WireChoice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: AssistantMessage,
+    #[serde(default)]
+    finish_reason: Option<FinishReason>,
+}
+
+#[derive(Deserialize)]
+struct WireChunk {
+    #[serde(default)]
+    choices: Vec<WireChunkChoice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct WireChunkChoice {
+    #[serde(default)]
+    delta: Option<WireDelta>,
+    #[serde(default)]
+    finish_reason: Option<FinishReason>,
+}
+
+#[derive(Deserialize)]
+struct WireDelta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCallDelta {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct WireFunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_are_normalised_and_checked() -> Result<(), LlmError> {
+        let p = OpenAiProvider::without_key("http://localhost:11434/v1/", "m")?;
+        assert_eq!(p.url(), "http://localhost:11434/v1/chat/completions");
+        assert!(OpenAiProvider::without_key("localhost:1", "m").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let r = RetryPolicy::default();
+        assert_eq!(r.backoff(0), Duration::from_millis(500));
+        assert_eq!(r.backoff(1), Duration::from_secs(1));
+        assert_eq!(r.backoff(10), Duration::from_secs(8));
+    }
+
+    #[test]
+    fn chunks_become_deltas() -> Result<(), serde_json::Error> {
+        let c: WireChunk = serde_json::from_str(
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"add","arguments":""}}]},"finish_reason":null}]}"#,
+        )?;
+        assert_eq!(
+            chunk_deltas(c),
+            vec![StreamDelta::ToolCall {
+                index: Some(0),
+                id: Some("c".into()),
+                name: Some("add".into()),
+                arguments: String::new()
+            }]
+        );
+        Ok(())
+    }
+}
