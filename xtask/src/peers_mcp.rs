@@ -1,11 +1,133 @@
-//! Test peers of the MCP work: installs them (npm / PyPI) under `target/peers`.
+//! Test peers of the MCP work: installs them (npm / PyPI) under `target/peers/mcp`.
+//!
+//! - npm `@modelcontextprotocol/server-everything` and `@modelcontextprotocol/server-filesystem`
+//!   into `target/peers/mcp/node` (pinned versions, `npm install --prefer-offline`);
+//! - PyPI `mcp` into a virtualenv `target/peers/mcp/venv` (`pip --prefer-binary`).
+//!
+//! Each step is skipped when its marker file shows it already ran for the same pins, so the
+//! task is idempotent and works offline once done.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{root, run, step};
+
+/// npm packages, pinned.
+const NPM: &[&str] = &[
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/server-filesystem@2026.8.31",
+];
+/// PyPI requirement for the Python peer (server fixture and the client driving `serve`).
+const PYPI: &str = "mcp>=2,<3";
+
+fn base() -> PathBuf {
+    root().join("target").join("peers").join("mcp")
+}
+
+fn node_dir() -> PathBuf {
+    base().join("node")
+}
+
+fn venv_dir() -> PathBuf {
+    base().join("venv")
+}
+
+fn venv_python() -> PathBuf {
+    if cfg!(windows) {
+        venv_dir().join("Scripts").join("python.exe")
+    } else {
+        venv_dir().join("bin").join("python")
+    }
+}
+
+fn marker_ok(marker: &Path, want: &str) -> bool {
+    std::fs::read_to_string(marker).is_ok_and(|s| s.trim() == want.trim())
+}
 
 /// Installs the peers. Idempotent and offline-friendly: skips what is already installed.
 pub fn setup() -> crate::Result {
+    let node = node_dir();
+    std::fs::create_dir_all(&node).map_err(|e| format!("cannot create {}: {e}", node.display()))?;
+    let npm_marker = node.join(".installed");
+    let npm_want = NPM.join(" ");
+    if marker_ok(&npm_marker, &npm_want) {
+        step("MCP npm peers: already installed");
+    } else {
+        step("MCP npm peers: npm install");
+        let pkg = node.join("package.json");
+        if !pkg.exists() {
+            std::fs::write(&pkg, "{\"name\":\"toolhost-mcp-peers\",\"private\":true}\n")
+                .map_err(|e| format!("cannot write {}: {e}", pkg.display()))?;
+        }
+        let npm = if cfg!(windows) { "npm.cmd" } else { "npm" };
+        run(Command::new(npm)
+            .current_dir(&node)
+            .args([
+                "install",
+                "--prefer-offline",
+                "--no-audit",
+                "--no-fund",
+                "--save-exact",
+            ])
+            .args(NPM))?;
+        std::fs::write(&npm_marker, &npm_want)
+            .map_err(|e| format!("cannot write {}: {e}", npm_marker.display()))?;
+    }
+
+    let py_marker = base().join(".venv-installed");
+    if marker_ok(&py_marker, PYPI) && venv_python().exists() {
+        step("MCP PyPI peer: already installed");
+    } else {
+        step("MCP PyPI peer: python venv + pip install mcp");
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        if !venv_python().exists() {
+            run(Command::new(&python).arg("-m").arg("venv").arg(venv_dir()))?;
+        }
+        run(Command::new(venv_python()).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--prefer-binary",
+            PYPI,
+        ]))?;
+        std::fs::write(&py_marker, PYPI)
+            .map_err(|e| format!("cannot write {}: {e}", py_marker.display()))?;
+    }
     Ok(())
 }
 
 /// Environment variables the tests need to find the peers.
+///
+/// - `TOOLHOST_MCP_EVERYTHING`: server-everything's entry script (run with `node`);
+/// - `TOOLHOST_MCP_FILESYSTEM`: server-filesystem's entry script;
+/// - `TOOLHOST_MCP_PYTHON`: a Python with the `mcp` package.
 pub fn test_env() -> Vec<(String, String)> {
-    Vec::new()
+    let modules = node_dir()
+        .join("node_modules")
+        .join("@modelcontextprotocol");
+    vec![
+        (
+            "TOOLHOST_MCP_EVERYTHING".into(),
+            modules
+                .join("server-everything")
+                .join("dist")
+                .join("index.js")
+                .display()
+                .to_string(),
+        ),
+        (
+            "TOOLHOST_MCP_FILESYSTEM".into(),
+            modules
+                .join("server-filesystem")
+                .join("dist")
+                .join("index.js")
+                .display()
+                .to_string(),
+        ),
+        (
+            "TOOLHOST_MCP_PYTHON".into(),
+            venv_python().display().to_string(),
+        ),
+    ]
 }

@@ -1,0 +1,192 @@
+//! The `[mcp.servers.NAME]` entries of the host config file, and connecting them all.
+//!
+//! ```toml
+//! [mcp.servers.everything]
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-everything"]
+//! env = { API_KEY = "..." }      # the child's whole environment (it starts empty)
+//! inherit_env = ["HOME"]          # host variables copied into it by name
+//! timeout_secs = 30               # per request (default 30)
+//!
+//! [mcp.servers.remote]
+//! url = "http://127.0.0.1:3001/mcp"
+//! headers = { Authorization = "Bearer ..." }
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toolhost_core::tools::ToolRegistry;
+
+use crate::client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
+
+/// The `[mcp]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// `[mcp.servers.NAME]`, by name.
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// One `[mcp.servers.NAME]` entry: `command` (stdio) or `url` (Streamable HTTP).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program to start (stdio).
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables of the child (its environment is otherwise empty).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Host environment variables copied into the child's environment, by name.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
+    /// The Streamable HTTP endpoint.
+    pub url: Option<String>,
+    /// HTTP headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The time budget of each request, in seconds (default 30).
+    #[serde(default, alias = "timeout")]
+    pub timeout_secs: Option<u64>,
+    /// Set to `false` to keep the entry but not connect it.
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+impl McpServerConfig {
+    /// The transport this entry describes; an error when it has both or neither of
+    /// `command` and `url`.
+    pub fn transport(&self) -> Result<McpTransport, String> {
+        match (&self.command, &self.url) {
+            (Some(command), None) => {
+                let mut env: Vec<(String, String)> = Vec::new();
+                for name in &self.inherit_env {
+                    if let Ok(v) = std::env::var(name) {
+                        env.push((name.clone(), v));
+                    }
+                }
+                env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+                Ok(McpTransport::Stdio {
+                    command: command.clone(),
+                    args: self.args.clone(),
+                    env,
+                })
+            }
+            (None, Some(url)) => Ok(McpTransport::StreamableHttp {
+                url: url.clone(),
+                headers: (!self.headers.is_empty()).then(|| {
+                    self.headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                }),
+            }),
+            (Some(_), Some(_)) => {
+                Err("set either `command` (stdio) or `url` (HTTP), not both".into())
+            }
+            (None, None) => Err("set `command` (stdio) or `url` (Streamable HTTP)".into()),
+        }
+    }
+
+    /// The request timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout_secs
+            .map(Duration::from_secs)
+            .unwrap_or(DEFAULT_MCP_TIMEOUT)
+    }
+}
+
+/// Connects every enabled server (concurrently) and registers their tools in name order,
+/// so collisions (`server__tool`) resolve the same way every run. Returns the connected
+/// clients and, per failing server, `(name, message)`; the other servers load regardless.
+pub async fn connect_all(
+    registry: &ToolRegistry,
+    config: &McpConfig,
+) -> (Vec<McpClient>, Vec<(String, String)>) {
+    let mut problems = Vec::new();
+    let mut set = tokio::task::JoinSet::new();
+    for (name, server) in &config.servers {
+        if server.disabled {
+            continue;
+        }
+        let transport = match server.transport() {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push((format!("mcp server '{name}'"), e));
+                continue;
+            }
+        };
+        let client =
+            McpClient::new(name.clone(), transport).with_timeout_duration(server.timeout());
+        set.spawn(async move {
+            let r = client.connect().await;
+            (client, r)
+        });
+    }
+    let mut connected = Vec::new();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((client, Ok(()))) => connected.push(client),
+            Ok((client, Err(e))) => problems.push((
+                format!("mcp server '{}'", client.server_name()),
+                e.to_string(),
+            )),
+            Err(e) => problems.push(("mcp".into(), format!("connect task failed: {e}"))),
+        }
+    }
+    connected.sort_by(|a, b| a.server_name().cmp(b.server_name()));
+    let mut clients = Vec::new();
+    for client in connected {
+        match client.register_into(registry).await {
+            Ok(reg) => {
+                for p in reg.problems {
+                    problems.push((format!("mcp server '{}'", client.server_name()), p));
+                }
+                clients.push(client);
+            }
+            Err(e) => problems.push((
+                format!("mcp server '{}'", client.server_name()),
+                e.to_string(),
+            )),
+        }
+    }
+    (clients, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_parse_into_transports() {
+        let cfg: McpConfig = serde_json::from_value(serde_json::json!({
+            "servers": {
+                "a": {"command": "node", "args": ["x.js"], "env": {"K": "v"}, "timeout": 5},
+                "b": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer t"}},
+                "c": {},
+            }
+        }))
+        .unwrap();
+        let a = &cfg.servers["a"];
+        assert_eq!(a.timeout(), Duration::from_secs(5));
+        assert_eq!(
+            a.transport().unwrap(),
+            McpTransport::Stdio {
+                command: "node".into(),
+                args: vec!["x.js".into()],
+                env: vec![("K".into(), "v".into())]
+            }
+        );
+        assert!(matches!(
+            cfg.servers["b"].transport(),
+            Ok(McpTransport::StreamableHttp { .. })
+        ));
+        assert!(cfg.servers["c"].transport().is_err());
+        assert_eq!(cfg.servers["c"].timeout(), DEFAULT_MCP_TIMEOUT);
+    }
+}

@@ -1,0 +1,358 @@
+//! Serving a [`ToolRegistry`] as an MCP server, over stdio or Streamable HTTP (axum).
+//!
+//! - `tools/list`: every registry tool, with its `inputSchema` and annotations derived from
+//!   its permissions (`readOnlyHint` when it declares nothing that writes, deletes or runs
+//!   shell commands; `destructiveHint` for Delete/Shell; `openWorldHint` for Network).
+//! - `tools/call`: runs the full registry pipeline (validation, permission gate, timeout).
+//!   Success returns the render text as content plus `structuredContent` (the canonical
+//!   value; non-objects wrapped as `{"result": value}`). Any [`ToolError`] — unknown tool,
+//!   invalid arguments, denial, failure — is a result with `isError: true` (and
+//!   `structuredContent: {"error": kind, "message": ...}`), never a JSON-RPC error.
+//! - Progress: a tool's `ToolContext::report_progress` becomes `notifications/progress` when
+//!   the client sent a progress token. `notifications/cancelled` cancels the tool's
+//!   `ToolContext`.
+//! - `notifications/tools/list_changed` whenever the registry changes: on legacy
+//!   (`initialize`) sessions directly, on `2026-07-28` sessions through
+//!   `subscriptions/listen`.
+//! - HTTP binds loopback by default ([`serve_http`] refuses other addresses unless told),
+//!   and validates `Host` (loopback names only) and `Origin` (loopback origins only; requests
+//!   without `Origin` pass, as non-browser clients send none).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleServer, ServiceExt, SubscriptionContext,
+};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolhost_core::tools::{Permission, ToolCall, ToolContext, ToolEntry, ToolRegistry};
+
+use crate::error::McpServeError;
+
+/// The token that stops [`McpServer::serve_http`] (tokio-util's `CancellationToken`).
+pub use tokio_util::sync::CancellationToken as StopToken;
+
+/// An MCP server over a [`ToolRegistry`]. Cheap to clone (one clone per HTTP session).
+#[derive(Clone, Debug)]
+pub struct McpServer {
+    registry: ToolRegistry,
+    name: String,
+    version: String,
+    instructions: Option<String>,
+}
+
+impl McpServer {
+    /// A server named `toolhost` exposing every tool of `registry` (including tools added
+    /// later).
+    pub fn new(registry: ToolRegistry) -> Self {
+        Self {
+            registry,
+            name: "toolhost".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: None,
+        }
+    }
+
+    /// Sets the server name and version sent in the handshake.
+    pub fn with_identity(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// Sets the `instructions` sent in the handshake.
+    pub fn with_instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// The registry served.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    /// Serves one client over any byte stream pair (stdin/stdout, a pipe, a socket) until
+    /// it disconnects.
+    pub async fn serve_io<R, W>(self, read: R, write: W) -> Result<(), McpServeError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self
+            .serve((read, write))
+            .await
+            .map_err(|e| McpServeError::Session(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpServeError::Session(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Serves one client over this process's stdin/stdout until it disconnects. Nothing
+    /// else may write to stdout meanwhile (logs go to stderr).
+    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        let (stdin, stdout) = rmcp::transport::stdio();
+        self.serve_io(stdin, stdout).await
+    }
+
+    /// The Streamable HTTP service (a tower service) to mount at `/mcp` on an axum router,
+    /// with Host and Origin validation for `port` on loopback.
+    pub fn http_service(
+        &self,
+        port: u16,
+        stop: CancellationToken,
+    ) -> StreamableHttpService<McpServer, LocalSessionManager> {
+        let this = self.clone();
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(loopback_hosts(port))
+            .with_allowed_origins(loopback_origins())
+            .with_cancellation_token(stop);
+        StreamableHttpService::new(
+            move || Ok(this.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        )
+    }
+
+    /// Listens on `addr` and serves `/mcp` until `stop` is cancelled. Refuses a
+    /// non-loopback address unless `allow_remote`. Returns the bound address through
+    /// `on_bound` (useful with port 0).
+    pub async fn serve_http(
+        self,
+        addr: SocketAddr,
+        allow_remote: bool,
+        stop: CancellationToken,
+        on_bound: impl FnOnce(SocketAddr),
+    ) -> Result<(), McpServeError> {
+        if !addr.ip().is_loopback() && !allow_remote {
+            return Err(McpServeError::NotLoopback(addr.to_string()));
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| McpServeError::Bind {
+                addr: addr.to_string(),
+                source,
+            })?;
+        let bound = listener.local_addr()?;
+        let service = self.http_service(bound.port(), stop.child_token());
+        let router = axum::Router::new().nest_service("/mcp", service);
+        on_bound(bound);
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await?;
+        Ok(())
+    }
+}
+
+fn loopback_hosts(port: u16) -> Vec<String> {
+    ["localhost", "127.0.0.1", "[::1]", "::1"]
+        .iter()
+        .flat_map(|h| [h.to_string(), format!("{h}:{port}")])
+        .collect()
+}
+
+fn loopback_origins() -> Vec<String> {
+    ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The MCP annotations derived from a tool's declared permissions.
+pub fn annotations_for(name: &str, permissions: &[Permission]) -> ToolAnnotations {
+    let writes = permissions.iter().any(|p| {
+        matches!(
+            p,
+            Permission::Write | Permission::Delete | Permission::Shell | Permission::FileSystem
+        ) || matches!(p, Permission::Custom(_))
+    });
+    let destructive = permissions
+        .iter()
+        .any(|p| matches!(p, Permission::Delete | Permission::Shell));
+    let network = permissions.iter().any(|p| matches!(p, Permission::Network));
+    ToolAnnotations::with_title(name)
+        .read_only(!writes)
+        .destructive(destructive)
+        .open_world(network)
+}
+
+fn tool_of(entry: &ToolEntry) -> Tool {
+    let schema: JsonObject = match entry.parameters() {
+        Value::Object(m) => m.clone(),
+        _ => JsonObject::new(),
+    };
+    Tool::new(
+        entry.name().to_string(),
+        entry.description().to_string(),
+        Arc::new(schema),
+    )
+    .with_annotations(annotations_for(entry.name(), entry.permissions()))
+}
+
+fn error_result(kind: &str, message: String) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
+    r.structured_content = Some(json!({"error": kind, "message": message}));
+    r
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut info = ServerConfig::new(caps)
+            .with_server_info(Implementation::new(self.name.clone(), self.version.clone()));
+        if let Some(i) = &self.instructions {
+            info = info.with_instructions(i.clone());
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.registry.entries().iter().map(|e| tool_of(e)).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.registry.entry(name).map(|e| tool_of(&e))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let mut ctx = ToolContext::new("mcp", context.id.to_string())
+            .with_cancellation(context.ct.child_token());
+        let mut forward = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            ctx = ctx.with_progress(tx);
+            let peer: Peer<RoleServer> = context.peer.clone();
+            forward = Some(tokio::spawn(async move {
+                while let Some(ev) = rx.recv().await {
+                    let mut p = ProgressNotificationParam::new(token.clone(), ev.progress);
+                    p.total = ev.total;
+                    p.message = ev.message;
+                    if peer.notify_progress(p).await.is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+        let call = ToolCall::with_id(
+            format!("mcp-{}", context.id),
+            request.name.to_string(),
+            args,
+        );
+        let inv = self.registry.invoke_call(call, &ctx).await;
+        drop(ctx);
+        if let Some(f) = forward {
+            // Let queued progress reach the client before the result.
+            let _ = tokio::time::timeout(Duration::from_millis(200), f).await;
+        }
+        let result = match inv.output {
+            Ok(out) => {
+                let structured = match out.canonical {
+                    Value::Object(m) => Value::Object(m),
+                    other => json!({ "result": other }),
+                };
+                let mut r = CallToolResult::success(vec![ContentBlock::text(out.render)]);
+                r.structured_content = Some(structured);
+                r
+            }
+            Err(e) => error_result(e.kind(), e.to_string()),
+        };
+        Ok(CallToolResponse::Complete(result))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Legacy (initialize) session: push list_changed on this peer.
+        let peer = context.peer.clone();
+        let mut rx = self.registry.watch_changes();
+        rx.borrow_and_update();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    r = rx.changed() => if r.is_err() { break },
+                    _ = tokio::time::sleep(Duration::from_secs(30)) => {
+                        if peer.is_transport_closed() { break }
+                        continue;
+                    }
+                }
+                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut rx = self.registry.watch_changes();
+        rx.borrow_and_update();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => break,
+                r = rx.changed() => {
+                    if r.is_err() { break }
+                    if context.sink().notify_tool_list_changed().await.is_err() { break }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permissions_become_annotations() {
+        let a = annotations_for("t", &[]);
+        assert_eq!(
+            (a.read_only_hint, a.destructive_hint, a.open_world_hint),
+            (Some(true), Some(false), Some(false))
+        );
+        let a = annotations_for("t", &[Permission::Read, Permission::Network]);
+        assert_eq!(
+            (a.read_only_hint, a.destructive_hint, a.open_world_hint),
+            (Some(true), Some(false), Some(true))
+        );
+        let a = annotations_for("t", &[Permission::Delete]);
+        assert_eq!(
+            (a.read_only_hint, a.destructive_hint),
+            (Some(false), Some(true))
+        );
+        let a = annotations_for("t", &[Permission::Write]);
+        assert_eq!(
+            (a.read_only_hint, a.destructive_hint),
+            (Some(false), Some(false))
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! McpClient against `@modelcontextprotocol/server-everything` (stdio).
+
+use serde_json::json;
+use toolhost_core::tools::{ToolRegistry, ToolSource};
+use toolhost_mcp::McpClient;
+
+use crate::support;
+
+#[tokio::test]
+async fn stdio_lists_calls_and_registers_get_sum() {
+    support::init_tracing();
+    let Some(script) = support::everything() else {
+        return;
+    };
+    let client = McpClient::new("everything", support::node(&script, &["stdio"])).with_timeout(20);
+    client.connect().await.unwrap();
+    assert_eq!(
+        client.protocol_version().await.as_deref(),
+        Some("2025-11-25")
+    );
+
+    let defs = client.list_tools().await.unwrap();
+    let names: Vec<&str> = defs.iter().map(|d| d.function.name.as_str()).collect();
+    assert!(names.contains(&"get-sum"), "{names:?}");
+    assert!(names.contains(&"echo"), "{names:?}");
+
+    let direct = client
+        .call_tool("get-sum", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert!(direct.to_string().contains('5'), "{direct}");
+
+    let registry = ToolRegistry::new();
+    registry.register_all(client.clone().into_tools()).unwrap();
+    let entry = registry.entry("get-sum").unwrap();
+    assert_eq!(
+        entry.source(),
+        &ToolSource::Mcp {
+            server: "everything".into()
+        }
+    );
+    let inv = registry.invoke("get-sum", json!({"a": 40, "b": 2})).await;
+    let out = inv.output.unwrap();
+    assert!(out.render.contains("42"), "{}", out.render);
+
+    // Validation happens before the server sees anything.
+    let bad = registry.invoke("get-sum", json!({"a": "x"})).await;
+    assert_eq!(bad.output.unwrap_err().kind(), "invalid_arguments");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn progress_is_forwarded_and_slow_calls_time_out() {
+    let Some(script) = support::everything() else {
+        return;
+    };
+    let client = McpClient::new("everything", support::node(&script, &["stdio"])).with_timeout(20);
+    client.connect().await.unwrap();
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let ctx = toolhost_core::tools::ToolContext::default().with_progress(tx);
+    let out = client
+        .call_tool_output(
+            "trigger-long-running-operation",
+            json!({"duration": 0.3, "steps": 3}),
+            &ctx,
+        )
+        .await
+        .unwrap();
+    assert!(out.render.contains("completed"), "{}", out.render);
+    let mut seen = Vec::new();
+    while let Ok(ev) = rx.try_recv() {
+        seen.push((ev.progress, ev.total));
+    }
+    assert_eq!(
+        seen,
+        vec![(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+    );
+
+    let quick = client
+        .clone()
+        .with_timeout_duration(std::time::Duration::from_millis(300));
+    let err = quick
+        .call_tool(
+            "trigger-long-running-operation",
+            json!({"duration": 5, "steps": 5}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, toolhost_core::tools::ToolError::McpTimeout(_)),
+        "{err:?}"
+    );
+    // Same connection, still fine.
+    let sum = client
+        .call_tool("get-sum", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    assert!(sum.to_string().contains('2'));
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn streamable_http_mode() {
+    let Some(script) = support::everything() else {
+        return;
+    };
+    let port = support::free_port();
+    let _server = support::spawn_node_http(&script, port);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    support::wait_for_port(port).await;
+    let client =
+        McpClient::new("everything-http", toolhost_mcp::McpTransport::http(&url)).with_timeout(20);
+    client.connect().await.unwrap();
+    let defs = client.list_tools().await.unwrap();
+    assert!(defs.iter().any(|d| d.function.name == "get-sum"));
+    let registry = ToolRegistry::new();
+    let reg = client.register_into(&registry).await.unwrap();
+    assert!(reg.names.contains(&"get-sum".to_string()));
+    let out = registry
+        .invoke("get-sum", json!({"a": 20, "b": 22}))
+        .await
+        .output
+        .unwrap();
+    assert!(out.render.contains("42"), "{}", out.render);
+    client.close().await.unwrap();
+}
