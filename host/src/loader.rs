@@ -18,8 +18,39 @@ pub struct LoadProblem {
 
 /// Loads every plugin of `dir` into `registry`. Returns the problems met; good plugins load
 /// regardless.
-pub async fn load_plugins(_registry: &ToolRegistry, _dir: &Path) -> Vec<LoadProblem> {
-    Vec::new()
+pub async fn load_plugins(registry: &ToolRegistry, dir: &Path) -> Vec<LoadProblem> {
+    let engine = match wasm_engine() {
+        Ok(e) => e,
+        Err(message) => {
+            return vec![LoadProblem {
+                source: dir.display().to_string(),
+                message,
+            }];
+        }
+    };
+    let (_plugins, errors) = crate::wasm::loader::load_into(&engine, registry, dir).await;
+    errors.iter().map(plugin_problem).collect()
+}
+
+/// The process-wide wasm engine (default options: pooling, epoch, fuel, compile cache),
+/// created on first use.
+pub fn wasm_engine() -> Result<crate::wasm::WasmEngine, String> {
+    static ENGINE: std::sync::OnceLock<Result<crate::wasm::WasmEngine, String>> =
+        std::sync::OnceLock::new();
+    ENGINE
+        .get_or_init(|| crate::wasm::WasmEngine::new().map_err(|e| e.to_string()))
+        .clone()
+}
+
+/// A [`LoadProblem`] from a plugin error (the file goes to `source`, not twice).
+pub fn plugin_problem(e: &crate::wasm::PluginError) -> LoadProblem {
+    let source = e.path().to_string();
+    let text = e.to_string();
+    let message = text
+        .strip_prefix(&format!("{source}: "))
+        .map(str::to_string)
+        .unwrap_or(text);
+    LoadProblem { source, message }
 }
 
 /// Connects the MCP servers of `config` and registers their tools.

@@ -1,11 +1,76 @@
 //! `cargo xtask plugins`: builds the guest components. Owned by the WASM work (issue 3).
+//!
+//! - installs the `wasm32-wasip2` target through rustup if it is missing;
+//! - builds the example plugins (`plugins/`, a guest workspace) and copies each
+//!   `NAME.wasm` with its policy `NAME.toml` into `target/plugins/`;
+//! - builds the hostile test fixtures (`tests/fixtures/`) into `target/plugins/fixtures/`
+//!   (a subfolder, so `toolhost list --plugins target/plugins` shows only the examples);
+//! - then the other languages' plugins (`crate::langs`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The guest target.
+pub const TARGET: &str = "wasm32-wasip2";
 
 /// Builds every plugin and fixture; returns the output folder (`target/plugins`).
 pub fn build_all() -> crate::Result<PathBuf> {
-    let out = crate::root().join("target").join("plugins");
-    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let root = crate::root();
+    let out = root.join("target").join("plugins");
+    std::fs::create_dir_all(out.join("fixtures"))
+        .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    ensure_target()?;
+    crate::step("building the Rust example plugins (wasm32-wasip2)");
+    build_workspace(&root.join("plugins"), &out, &["calc", "files", "fetch"])?;
+    crate::step("building the hostile test fixtures (wasm32-wasip2)");
+    build_workspace(
+        &root.join("tests").join("fixtures"),
+        &out.join("fixtures"),
+        &["hostile", "baddesc"],
+    )?;
     crate::langs::build_all(&out)?;
     Ok(out)
+}
+
+fn ensure_target() -> crate::Result {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == TARGET)
+        })
+        .unwrap_or(false);
+    if !installed {
+        crate::step("rustup target add wasm32-wasip2");
+        crate::run(Command::new("rustup").args(["target", "add", TARGET]))?;
+    }
+    Ok(())
+}
+
+/// Builds a guest workspace in release mode and copies `NAME.wasm` (+ `NAME.toml` from
+/// the workspace folder, when there is one) into `out`.
+fn build_workspace(ws: &Path, out: &Path, names: &[&str]) -> crate::Result {
+    let target_dir = crate::root().join("target").join("guest");
+    crate::run(
+        Command::new(crate::cargo())
+            .current_dir(ws)
+            .args(["build", "--release", "--target", TARGET, "--target-dir"])
+            .arg(&target_dir),
+    )?;
+    let built = target_dir.join(TARGET).join("release");
+    for name in names {
+        let wasm = built.join(format!("{name}.wasm"));
+        std::fs::copy(&wasm, out.join(format!("{name}.wasm")))
+            .map_err(|e| format!("cannot copy {}: {e}", wasm.display()))?;
+        let policy = ws.join(format!("{name}.toml"));
+        if policy.is_file() {
+            // Copied as is: relative folders in a policy are relative to the policy file,
+            // so `read = ["."]` in files.toml grants the plugins folder itself.
+            std::fs::copy(&policy, out.join(format!("{name}.toml")))
+                .map_err(|e| format!("cannot copy {}: {e}", policy.display()))?;
+        }
+    }
+    Ok(())
 }

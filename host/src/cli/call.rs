@@ -1,18 +1,57 @@
-//! `toolhost call`.
+//! `toolhost call TOOL 'JSON'`: runs one tool through the registry pipeline and prints
+//! its render text, or the error (exit code 1).
 
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
+use toolhost::tools::{ToolCall, ToolContext};
 
 /// Arguments of `toolhost call`.
 #[derive(Debug, Args)]
 pub struct CallArgs {
     #[command(flatten)]
     host: super::HostArgs,
+    /// The tool name (see `toolhost list`).
+    pub tool: String,
+    /// The arguments, a JSON object.
+    #[arg(default_value = "{}")]
+    pub json: String,
+    /// Print the whole invocation record (canonical JSON, duration) as JSON.
+    #[arg(long)]
+    pub json_output: bool,
 }
 
 /// Runs `toolhost call`.
 pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
-    let _ = &args.host;
-    anyhow::bail!("`toolhost call` is not implemented yet")
+    let arguments: serde_json::Value = serde_json::from_str(&args.json)
+        .with_context(|| format!("the arguments are not valid JSON: {}", args.json))?;
+    let (registry, _problems) = super::common::build_registry(&args.host).await?;
+    let ctx = ToolContext::new("cli", "cli");
+    let inv = registry
+        .invoke_call(ToolCall::new(&args.tool, arguments), &ctx)
+        .await;
+    if args.json_output {
+        let out = match &inv.output {
+            Ok(o) => serde_json::json!({"ok": true, "canonical": o.canonical, "render": o.render,
+                "duration_ms": inv.duration.as_secs_f64() * 1000.0, "truncated": inv.truncated}),
+            Err(e) => serde_json::json!({"ok": false, "error": e.to_string(), "kind": e.kind(),
+                "duration_ms": inv.duration.as_secs_f64() * 1000.0}),
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    }
+    match &inv.output {
+        Ok(o) => {
+            if !args.json_output {
+                println!("{}", o.render);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if !args.json_output {
+                eprintln!("error: {e}");
+            }
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }

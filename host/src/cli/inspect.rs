@@ -1,7 +1,10 @@
-//! `toolhost inspect`.
+//! `toolhost inspect FILE.wasm`: tools, schemas, declared permissions, imports and the
+//! effective policy of one component (declared ∩ its `NAME.toml`).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
 
 /// Arguments of `toolhost inspect`.
@@ -9,10 +12,71 @@ use clap::Args;
 pub struct InspectArgs {
     #[command(flatten)]
     host: super::HostArgs,
+    /// The component file.
+    pub file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Runs `toolhost inspect`.
 pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let _ = &args.host;
-    anyhow::bail!("`toolhost inspect` is not implemented yet")
+    let engine = toolhost::loader::wasm_engine().map_err(anyhow::Error::msg)?;
+    let plugin = toolhost::wasm::Plugin::load(&engine, &args.file)
+        .await
+        .with_context(|| format!("cannot load {}", args.file.display()))?;
+    let policy = plugin.policy();
+    let policy_json = serde_json::json!({
+        "file": policy.file.as_ref().map(|f| f.display().to_string()),
+        "read": policy.read, "write": policy.write,
+        "network": policy.network.iter().map(|r| r.text.clone()).collect::<Vec<_>>(),
+        "sockets": policy.sockets, "env": policy.env,
+        "timeout_ms": policy.timeout.as_millis() as u64, "fuel": policy.fuel,
+        "memory_mb": policy.memory_bytes >> 20, "output_kb": policy.output_bytes >> 10,
+    });
+    let tools: Vec<_> = plugin
+        .tools()
+        .iter()
+        .map(|t| {
+            let s = t.spec();
+            let g = t.grant();
+            serde_json::json!({
+                "name": s.name, "description": s.description, "parameters": s.parameters,
+                "permissions": s.permissions.iter().map(|p| p.as_str().to_string()).collect::<Vec<_>>(),
+                "tags": s.tags,
+                "grant": {
+                    "read": g.read, "write": g.write,
+                    "network": g.network.iter().map(|r| r.text.clone()).collect::<Vec<_>>(),
+                    "sockets": g.sockets, "env": g.env, "withheld": g.withheld,
+                },
+            })
+        })
+        .collect();
+    if args.json {
+        let doc = serde_json::json!({
+            "file": args.file.display().to_string(),
+            "imports": plugin.imports(),
+            "policy": policy_json,
+            "tools": tools,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("component: {}", args.file.display());
+    println!("imports:");
+    for i in plugin.imports() {
+        println!("  {i}");
+    }
+    println!("policy: {}", serde_json::to_string(&policy_json)?);
+    for t in &tools {
+        println!("\ntool {}", t["name"].as_str().unwrap_or_default());
+        println!(
+            "  description: {}",
+            t["description"].as_str().unwrap_or_default()
+        );
+        println!("  permissions: {}", t["permissions"]);
+        println!("  parameters:  {}", t["parameters"]);
+        println!("  grant:       {}", t["grant"]);
+    }
+    Ok(ExitCode::SUCCESS)
 }
