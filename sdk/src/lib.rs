@@ -7,16 +7,32 @@
 //! generate the component's `describe` and `call`.
 //!
 //! ```ignore
-//! use toolhost_sdk::{Tool, ToolError, Deserialize, JsonSchema};
+//! // Cargo.toml: crate-type = ["cdylib"]; deps toolhost-sdk, serde (derive), schemars.
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use toolhost_sdk::{Permission, Tool, ToolError};
 //!
 //! #[derive(Deserialize, JsonSchema)]
-//! struct AddArgs { x: f64, y: f64 }
+//! struct Pair { x: f64, y: f64 }
+//! #[derive(Deserialize, JsonSchema)]
+//! struct FilePath { path: String }
 //!
 //! fn tools() -> Vec<Tool> {
-//!     vec![Tool::new("add", "Adds two numbers x and y", |a: AddArgs| Ok(a.x + a.y))]
+//!     vec![
+//!         Tool::new("add", "Adds two numbers x and y", |p: Pair| Ok(p.x + p.y)),
+//!         Tool::new("read_file", "Reads a UTF-8 text file", |p: FilePath| {
+//!             std::fs::read_to_string(&p.path).map_err(ToolError::failed)
+//!         })
+//!         .permissions([Permission::Read]),
+//!     ]
 //! }
 //! toolhost_sdk::export!(tools);
 //! ```
+//!
+//! Build with `cargo build --release --target wasm32-wasip2`; the `.wasm` in
+//! `target/wasm32-wasip2/release/` is the component. The argument type's serde + schemars
+//! derive gives both the JSON Schema the model sees and the parsing (a mismatch is an
+//! `invalid-arguments` error the model can fix).
 
 use std::collections::HashMap;
 
