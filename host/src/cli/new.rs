@@ -1,18 +1,324 @@
-//! `toolhost new`.
+//! `toolhost new NAME --lang rust|js|python|c [--dir DIR]`: scaffolds a plugin project.
+//!
+//! The templates (`templates/<lang>/` in the repository) and the WIT contract are embedded
+//! in the binary, so this works anywhere. Every project has one example tool (named after
+//! the project, `-` turned into `_`) that needs no capability, a policy file `NAME.toml`
+//! and a one-line build that writes `NAME.wasm` beside it, so that
+//! `toolhost call --plugins DIR TOOL '{"name":"World"}'` works right after the build.
+//!
+//! When run inside (or from a build of) the toolhost repository, the Rust template depends
+//! on the repository's `sdk/` by path, and the C and Python build scripts use the
+//! toolchains that `cargo xtask plugins` installed under `target/toolchains/`.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+
+/// The language of a new plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// Rust with `toolhost-sdk` (cargo, wasm32-wasip2).
+    Rust,
+    /// JavaScript with componentize-js (StarlingMonkey).
+    Js,
+    /// Python with componentize-py.
+    Python,
+    /// C with clang, wasi-libc and `wit-bindgen c`.
+    C,
+}
 
 /// Arguments of `toolhost new`.
 #[derive(Debug, Args)]
 pub struct NewArgs {
-    #[command(flatten)]
-    host: super::HostArgs,
+    /// The plugin's name: a letter, then letters, digits, `_` or `-` (at most 64).
+    pub name: String,
+    /// The language of the plugin.
+    #[arg(long, value_enum)]
+    pub lang: Lang,
+    /// Where to create the project (default: ./NAME). Must not exist or be empty.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Path of the toolhost SDK crate (`sdk/` of the toolhost repository), for `--lang rust`.
+    /// Default: the repository this binary was built from, if it is still there.
+    #[arg(long)]
+    pub sdk: Option<PathBuf>,
+}
+
+/// The WIT contract every plugin implements.
+const WIT: &str = include_str!("../../../wit/tool.wit");
+const GITIGNORE: &str = include_str!("../../../templates/gitignore");
+const MINIJSON: &str = include_str!("../../../templates/c/minijson.h");
+
+/// (path in the project, content) of each template file. `NAME` in a path becomes the name.
+fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
+    match lang {
+        Lang::Rust => vec![
+            (
+                "Cargo.toml",
+                include_str!("../../../templates/rust/Cargo.toml"),
+            ),
+            (
+                "src/lib.rs",
+                include_str!("../../../templates/rust/src/lib.rs"),
+            ),
+            ("build.sh", include_str!("../../../templates/rust/build.sh")),
+            (
+                "NAME.toml",
+                include_str!("../../../templates/rust/policy.toml"),
+            ),
+        ],
+        Lang::Js => vec![
+            (
+                "package.json",
+                include_str!("../../../templates/js/package.json"),
+            ),
+            (
+                "src/index.js",
+                include_str!("../../../templates/js/src/index.js"),
+            ),
+            (
+                "NAME.toml",
+                include_str!("../../../templates/js/policy.toml"),
+            ),
+            ("wit/tool.wit", WIT),
+        ],
+        Lang::Python => vec![
+            ("app.py", include_str!("../../../templates/python/app.py")),
+            (
+                "build.sh",
+                include_str!("../../../templates/python/build.sh"),
+            ),
+            (
+                "NAME.toml",
+                include_str!("../../../templates/python/policy.toml"),
+            ),
+            ("wit/tool.wit", WIT),
+        ],
+        Lang::C => vec![
+            ("NAME.c", include_str!("../../../templates/c/plugin.c")),
+            ("minijson.h", MINIJSON),
+            ("build.sh", include_str!("../../../templates/c/build.sh")),
+            (
+                "NAME.toml",
+                include_str!("../../../templates/c/policy.toml"),
+            ),
+            ("wit/tool.wit", WIT),
+        ],
+    }
+}
+
+/// The one-line build of a language, run inside the project.
+pub fn build_command(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Js => "npm install && npm run build",
+        Lang::Rust | Lang::Python | Lang::C => "sh build.sh",
+    }
+}
+
+fn prerequisites(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => "rustup target add wasm32-wasip2",
+        Lang::Js => "Node.js 20+ (npm installs @bytecodealliance/componentize-js 0.23.0)",
+        Lang::Python => "pip install componentize-py==0.25.1",
+        Lang::C => {
+            "apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32; \
+             cargo install wit-bindgen-cli@0.63.0 wasm-tools@1.262.0; the WASI reactor adapter \
+             (set WASI_ADAPTER, see build.sh)"
+        }
+    }
+}
+
+/// Checks a plugin name.
+pub fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The toolhost repository this binary was built from, or one above the current folder.
+fn repo_root() -> Option<PathBuf> {
+    let is_repo = |p: &Path| p.join("wit/tool.wit").is_file() && p.join("sdk/Cargo.toml").is_file();
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf);
+    if let Some(p) = built.filter(|p| is_repo(p)) {
+        return Some(p);
+    }
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors().find(|p| is_repo(p)).map(Path::to_path_buf)
+}
+
+/// Writes the project; returns the files written.
+pub fn scaffold(args: &NewArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
+    if !valid_name(&args.name) {
+        bail!(
+            "invalid plugin name {:?}: use a letter, then letters, digits, `_` or `-` (at most 64)",
+            args.name
+        );
+    }
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&args.name));
+    if dir.exists()
+        && std::fs::read_dir(&dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .next()
+            .is_some()
+    {
+        bail!(
+            "{} exists and is not empty: choose another --dir or remove it",
+            dir.display()
+        );
+    }
+    let repo = repo_root();
+    let toolchains = repo
+        .as_ref()
+        .map(|r| r.join("target/toolchains"))
+        .unwrap_or_default();
+    let sdk = args
+        .sdk
+        .clone()
+        .or_else(|| repo.as_ref().map(|r| r.join("sdk")));
+    let (sdk_path, sdk_comment) = match &sdk {
+        Some(p) => (
+            std::path::absolute(p).unwrap_or_else(|_| p.clone()),
+            "It is not on crates.io yet: this path points at sdk/ of the toolhost repository.",
+        ),
+        None => (
+            PathBuf::from("../toolhost/sdk"),
+            "Not on crates.io yet: point this path at sdk/ of a toolhost checkout.",
+        ),
+    };
+    if args.lang == Lang::Rust && sdk.is_none() {
+        eprintln!(
+            "warning: toolhost-sdk not found; edit the path in Cargo.toml (or pass --sdk DIR)"
+        );
+    }
+    let snake = args.name.replace('-', "_");
+    let vars: [(&str, String); 7] = [
+        ("{{name}}", args.name.clone()),
+        ("{{tool}}", snake.clone()),
+        ("{{crate}}", snake),
+        ("{{sdk_path}}", sdk_path.display().to_string()),
+        ("{{sdk_comment}}", sdk_comment.to_string()),
+        ("{{toolchains}}", toolchains.display().to_string()),
+        (
+            "{{toolchains_py}}",
+            toolchains
+                .join("py/bin/componentize-py")
+                .display()
+                .to_string(),
+        ),
+    ];
+    let fill = |text: &str| {
+        vars.iter()
+            .fold(text.to_string(), |t, (k, v)| t.replace(k, v))
+    };
+
+    let mut written = Vec::new();
+    let mut all = files(args.lang);
+    all.push((".gitignore", GITIGNORE));
+    let readme = readme(args.lang, &args.name);
+    all.push(("README.md", ""));
+    for (rel, content) in all {
+        let path = dir.join(rel.replace("NAME", &args.name));
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let text = if rel == "README.md" {
+            readme.clone()
+        } else if rel == "wit/tool.wit" {
+            content.to_string()
+        } else {
+            fill(content)
+        };
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    Ok((dir, written))
+}
+
+fn readme(lang: Lang, name: &str) -> String {
+    let tool = name.replace('-', "_");
+    let source = match lang {
+        Lang::Rust => "src/lib.rs",
+        Lang::Js => "src/index.js",
+        Lang::Python => "app.py",
+        Lang::C => "NAME.c",
+    }
+    .replace("NAME", name);
+    format!(
+        "# {name}\n\nA toolhost plugin ({lang:?}). The tools are in `{source}`; what the host \
+         grants them is in `{name}.toml`.\n\n\
+         Needs: {pre}.\n\n\
+         ```sh\n{build}\ntoolhost call --plugins . {tool} '{{\"name\":\"World\"}}'\n```\n\n\
+         The build writes `{name}.wasm` beside `{name}.toml`. To install it, copy both files \
+         into your plugins folder.\n\n\
+         A tool declares the permission levels it needs (read, write, network, ...); the \
+         policy grants concrete capabilities (folders, hosts, env vars, limits). A tool gets \
+         only what both say. See docs/writing-plugins.md of toolhost.\n",
+        pre = prerequisites(lang),
+        build = build_command(lang),
+    )
 }
 
 /// Runs `toolhost new`.
 pub async fn run(args: NewArgs) -> anyhow::Result<ExitCode> {
-    let _ = &args.host;
-    anyhow::bail!("`toolhost new` is not implemented yet")
+    let (dir, written) = scaffold(&args)?;
+    for f in &written {
+        eprintln!("  created {}", f.display());
+    }
+    let tool = args.name.replace('-', "_");
+    println!(
+        "Created {:?} plugin {} in {}\n\nNext:\n  cd {}\n  {}\n  toolhost call --plugins . {} '{{\"name\":\"World\"}}'",
+        args.lang,
+        args.name,
+        dir.display(),
+        dir.display(),
+        build_command(args.lang),
+        tool
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(valid_name("hello"));
+        assert!(valid_name("my-tool_2"));
+        assert!(!valid_name("2fast"));
+        assert!(!valid_name("a b"));
+        assert!(!valid_name(""));
+        assert!(!valid_name(&"x".repeat(65)));
+    }
+
+    #[test]
+    fn scaffolds_every_language() {
+        for lang in [Lang::Rust, Lang::Js, Lang::Python, Lang::C] {
+            let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let dir = tmp.path().join("proj");
+            let args = NewArgs {
+                name: "my-tool".into(),
+                lang,
+                dir: Some(dir.clone()),
+                sdk: Some(PathBuf::from("/sdk")),
+            };
+            let (_, written) = scaffold(&args).unwrap_or_else(|e| panic!("{e}"));
+            assert!(dir.join("my-tool.toml").is_file());
+            for f in written {
+                let text = std::fs::read_to_string(&f).unwrap_or_default();
+                assert!(!text.contains("{{"), "{} keeps a placeholder", f.display());
+            }
+            // A second time into the same (now non-empty) folder is refused.
+            assert!(scaffold(&args).is_err());
+        }
+    }
 }
