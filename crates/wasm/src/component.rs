@@ -364,11 +364,23 @@ impl WasmTool {
             call_id: ctx.call_id().to_string(),
         };
         let args_text = args.to_string();
-        let res = async {
+        let run = async {
             let inst = self.plugin.pre.instantiate_async(&mut store).await?;
             inst.call_call(&mut store, name, &args_text, &wit_ctx).await
-        }
-        .await;
+        };
+        // The epoch callback stops running wasm; this stops a guest blocked in host I/O
+        // (a slow server, a pollable that never fires), where no wasm runs to be checked.
+        let outcome = tokio::select! {
+            r = run => Some(r),
+            () = tokio::time::sleep(timeout) => None,
+            () = ctx.cancellation_token().cancelled() => {
+                return Err(ToolError::Cancelled(name.to_string()));
+            }
+        };
+        let Some(res) = outcome else {
+            store.data().flush_output();
+            return Err(ToolError::Timeout(name.to_string(), timeout));
+        };
         store.data().flush_output();
         let denials = store.data().denials();
         let with_denials = |msg: String| {

@@ -156,3 +156,38 @@ async fn raw_sockets_are_off_unless_granted_and_then_checked_on_ips() {
     );
     still_works(&reg).await;
 }
+
+#[tokio::test]
+async fn a_guest_blocked_in_host_io_is_stopped_at_the_deadline() {
+    // A server that accepts and never answers: the guest waits in the host, where no wasm
+    // runs for the epoch check to stop.
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            held.push(s);
+        }
+    });
+    let policy = format!("network = [\"http://127.0.0.1:{port}\"]\ntimeout_ms = 300\n");
+    let (reg, _d) = with_policy("fetch", &policy).await;
+    let start = std::time::Instant::now();
+    let inv = call(
+        &reg,
+        "http_get",
+        json!({"url": format!("http://127.0.0.1:{port}/")}),
+    )
+    .await;
+    assert!(
+        err_text(&inv).contains("timed out after 300 ms"),
+        "{}",
+        inv.model_text()
+    );
+    assert!(
+        start.elapsed() < std::time::Duration::from_millis(600),
+        "{:?}",
+        start.elapsed()
+    );
+}
