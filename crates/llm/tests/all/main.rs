@@ -8,3 +8,4 @@
 mod fakellm;
 mod scripted;
 mod support;
+mod wasm;

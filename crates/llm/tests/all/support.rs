@@ -174,6 +174,31 @@ pub fn sse_text(pieces: &[&str]) -> Reply {
     Reply::Sse(frames)
 }
 
+/// A streamed tool-call answer `(id, name, raw argument text)`: each call announced with
+/// its id and name, then its argument text in two pieces.
+pub fn sse_tools(calls: &[(&str, &str, &str)]) -> Reply {
+    let mut frames = vec![sse_chunk(json!({"role": "assistant"}), None)];
+    for (i, (id, name, args)) in calls.iter().enumerate() {
+        frames.push(sse_chunk(
+            json!({"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+            None,
+        ));
+        let mut cut = args.len() / 2;
+        while !args.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        for piece in [&args[..cut], &args[cut..]] {
+            frames.push(sse_chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
+                None,
+            ));
+        }
+    }
+    frames.push(sse_chunk(json!({}), Some("tool_calls")));
+    frames.push(sse_done());
+    Reply::Sse(frames)
+}
+
 // ---------------------------------------------------------------------------------------
 // Tools
 // ---------------------------------------------------------------------------------------
