@@ -1,3 +1,329 @@
-//! Criterion benchmark `mcp` (placeholder until its owner fills it).
+//! Benchmark `mcp` (issue 4), all figures from one run:
+//!
+//! 1. criterion: one `tools/call` of server-everything's `get-sum` through `McpClient`
+//!    (stdio), next to `calc.add` as a WASM tool and the same add as a native tool, each
+//!    through the registry pipeline;
+//! 2. a timing client (raw JSON-RPC lines over a pipe, like the figures quoted in the issue):
+//!    `toolhost serve --stdio` answering `tools/call` for the WASM `add`, 1500 sequential
+//!    calls after 300 warm-up calls, median and p99; the same client against server-everything
+//!    and against `cat` (an echo responder: the pipe floor);
+//! 3. start to ready: launching `toolhost serve --stdio` (example plugins, warm compile
+//!    cache) until its `tools/list` reply, median of 20.
+//!
+//! Needs `cargo xtask plugins` (target/plugins) and `cargo xtask peers`; parts whose inputs
+//! are missing are skipped with a message. Run: `cargo bench -p toolhost --bench mcp`.
 
-fn main() {}
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use serde_json::{Value, json};
+use toolhost::tools::{DynamicTool, McpClient, McpTransport, ToolOutput, ToolRegistry};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn everything() -> Option<PathBuf> {
+    let p = std::env::var_os("TOOLHOST_MCP_EVERYTHING")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            root().join(
+                "target/peers/mcp/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+            )
+        });
+    p.exists().then_some(p)
+}
+
+fn plugins() -> Option<PathBuf> {
+    let p = std::env::var_os("TOOLHOST_TEST_PLUGINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/plugins"));
+    p.join("calc.wasm").exists().then_some(p)
+}
+
+fn criterion_part(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    let mut g = c.benchmark_group("mcp_call");
+    g.measurement_time(Duration::from_secs(5));
+
+    let native = ToolRegistry::new();
+    native
+        .register(
+            DynamicTool::builder("add")
+                .description("Add two integers a and b")
+                .parameters(json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}))
+                .handler(|args, _ctx| async move {
+                    Ok(ToolOutput::json(json!(
+                        args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)
+                    )))
+                })
+                .build_dyn(),
+        )
+        .ok();
+    g.bench_function("native_add_registry", |b| {
+        b.iter(|| rt.block_on(async { native.invoke("add", json!({"a": 2, "b": 3})).await }))
+    });
+
+    if let Some(dir) = plugins() {
+        let wasm = ToolRegistry::new();
+        let problems = rt.block_on(toolhost::loader::load_plugins(&wasm, &dir));
+        if wasm.contains("add") {
+            g.bench_function("wasm_calc_add_registry", |b| {
+                b.iter(|| rt.block_on(async { wasm.invoke("add", json!({"a": 2, "b": 3})).await }))
+            });
+        } else {
+            eprintln!(
+                "skipping wasm add: not loaded ({} problems)",
+                problems.len()
+            );
+        }
+    } else {
+        eprintln!("skipping wasm add: run `cargo xtask plugins`");
+    }
+
+    if let Some(script) = everything() {
+        let client = McpClient::new(
+            "everything",
+            McpTransport::Stdio {
+                command: "node".into(),
+                args: vec![script.display().to_string(), "stdio".into()],
+                env: Vec::new(),
+            },
+        );
+        let reg = ToolRegistry::new();
+        let ok = rt.block_on(async {
+            client.connect().await.is_ok() && client.register_into(&reg).await.is_ok()
+        });
+        if ok {
+            g.bench_function("mcp_client_get_sum_direct", |b| {
+                b.iter(|| {
+                    rt.block_on(async {
+                        client.call_tool("get-sum", json!({"a": 2, "b": 3})).await
+                    })
+                })
+            });
+            g.bench_function("mcp_client_get_sum_registry", |b| {
+                b.iter(|| {
+                    rt.block_on(async { reg.invoke("get-sum", json!({"a": 2, "b": 3})).await })
+                })
+            });
+        }
+        let _ = rt.block_on(client.close());
+    } else {
+        eprintln!("skipping get-sum: run `cargo xtask peers`");
+    }
+    g.finish();
+}
+
+/// A raw JSON-RPC line client over a child's stdio.
+struct Raw {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl Raw {
+    fn spawn(cmd: &mut Command) -> std::io::Result<Self> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("stdout"))?;
+        Ok(Self {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            line: String::new(),
+        })
+    }
+
+    fn send(&mut self, v: &Value) -> std::io::Result<()> {
+        let mut s = v.to_string();
+        s.push('\n');
+        self.stdin.write_all(s.as_bytes())?;
+        self.stdin.flush()
+    }
+
+    /// Reads lines until one carries `id` (skipping notifications).
+    fn recv_id(&mut self, id: i64) -> std::io::Result<Value> {
+        loop {
+            self.line.clear();
+            if self.stdout.read_line(&mut self.line)? == 0 {
+                return Err(std::io::Error::other("EOF"));
+            }
+            if let Ok(v) = serde_json::from_str::<Value>(&self.line) {
+                if v["id"] == json!(id) {
+                    return Ok(v);
+                }
+            }
+        }
+    }
+
+    fn request(&mut self, id: i64, method: &str, params: Value) -> std::io::Result<Value> {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        self.recv_id(id)
+    }
+
+    fn handshake(&mut self) -> std::io::Result<()> {
+        self.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+        )?;
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+struct Stats {
+    median: Duration,
+    p99: Duration,
+    n: usize,
+}
+
+fn stats(mut v: Vec<Duration>) -> Stats {
+    v.sort();
+    let n = v.len();
+    Stats {
+        median: v[n / 2],
+        p99: v[(n * 99 / 100).min(n - 1)],
+        n,
+    }
+}
+
+/// 300 warm-up then 1500 timed sequential `tools/call`s.
+fn time_calls(raw: &mut Raw, tool: &str, args: Value) -> std::io::Result<Stats> {
+    let mut id = 1;
+    for _ in 0..300 {
+        raw.request(id, "tools/call", json!({"name": tool, "arguments": args}))?;
+        id += 1;
+    }
+    let mut samples = Vec::with_capacity(1500);
+    for _ in 0..1500 {
+        let t = Instant::now();
+        let r = raw.request(id, "tools/call", json!({"name": tool, "arguments": args}))?;
+        samples.push(t.elapsed());
+        if r.get("error").is_some() || r["result"]["isError"] == json!(true) {
+            return Err(std::io::Error::other(format!("call failed: {r}")));
+        }
+        id += 1;
+    }
+    Ok(stats(samples))
+}
+
+/// The echo responder: `cat` sends each request line back; the "reply" has the same id.
+fn time_pipe_floor() -> std::io::Result<Stats> {
+    let mut raw = Raw::spawn(&mut Command::new("cat"))?;
+    time_calls(&mut raw, "add", json!({"a": 2, "b": 3}))
+}
+
+fn toolhost_cmd(plugins: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    // No config file (the default ./toolhost.toml is absent): the example plugins only.
+    cmd.args(["serve", "--stdio"])
+        .arg("--plugins")
+        .arg(plugins)
+        .env("RUST_LOG", "error");
+    cmd
+}
+
+fn timing_part() {
+    println!("\n== raw JSON-RPC timing client (1500 sequential tools/call after 300 warm-up) ==");
+    match time_pipe_floor() {
+        Ok(s) => println!(
+            "pipe floor (cat echo):        median {:>8.1?}  p99 {:>8.1?}  n={}",
+            s.median, s.p99, s.n
+        ),
+        Err(e) => println!("pipe floor: failed: {e}"),
+    }
+    if let Some(dir) = plugins() {
+        match Raw::spawn(&mut toolhost_cmd(&dir)).and_then(|mut raw| {
+            raw.handshake()?;
+            time_calls(&mut raw, "add", json!({"a": 2, "b": 3}))
+        }) {
+            Ok(s) => println!(
+                "toolhost serve --stdio (wasm add): median {:>8.1?}  p99 {:>8.1?}  n={}",
+                s.median, s.p99, s.n
+            ),
+            Err(e) => println!("toolhost serve --stdio: failed: {e}"),
+        }
+        let mut ready = Vec::new();
+        for _ in 0..20 {
+            let t = Instant::now();
+            let ok = Raw::spawn(&mut toolhost_cmd(&dir)).and_then(|mut raw| {
+                raw.handshake()?;
+                raw.request(1, "tools/list", json!({}))
+            });
+            match ok {
+                Ok(v) => {
+                    ready.push(t.elapsed());
+                    if ready.len() == 1 {
+                        let n = v["result"]["tools"].as_array().map(Vec::len).unwrap_or(0);
+                        println!("start to ready: tools/list returned {n} tools");
+                    }
+                }
+                Err(e) => {
+                    println!("start to ready: failed: {e}");
+                    break;
+                }
+            }
+        }
+        if !ready.is_empty() {
+            let s = stats(ready);
+            println!(
+                "start to ready (spawn → tools/list reply): median {:>8.1?}  max-ish p99 {:>8.1?}  n={}",
+                s.median, s.p99, s.n
+            );
+        }
+    } else {
+        println!("toolhost serve: skipped (run `cargo xtask plugins`)");
+    }
+    if let Some(script) = everything() {
+        match Raw::spawn(Command::new("node").arg(&script).arg("stdio")).and_then(|mut raw| {
+            raw.handshake()?;
+            time_calls(&mut raw, "get-sum", json!({"a": 2, "b": 3}))
+        }) {
+            Ok(s) => println!(
+                "server-everything (get-sum):   median {:>8.1?}  p99 {:>8.1?}  n={}",
+                s.median, s.p99, s.n
+            ),
+            Err(e) => println!("server-everything: failed: {e}"),
+        }
+    }
+}
+
+fn main() {
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    else {
+        eprintln!("cannot start a tokio runtime");
+        return;
+    };
+    let mut c = Criterion::default().configure_from_args();
+    criterion_part(&mut c, &rt);
+    c.final_summary();
+    timing_part();
+}

@@ -1,7 +1,21 @@
 //! The host configuration file (`--config FILE`, default `./toolhost.toml`).
 //!
 //! Owned by the MCP work (issue 4): `[mcp.servers.NAME]` entries with `command`/`args`/`env`
-//! or `url`/`headers`, and `timeout_secs`.
+//! (plus `inherit_env`) or `url`/`headers`, and `timeout_secs`; see
+//! [`McpServerConfig`](crate::mcp::McpServerConfig).
+//!
+//! ```toml
+//! plugins = "./plugins"
+//!
+//! [mcp.servers.everything]
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-everything"]
+//! timeout_secs = 30
+//!
+//! [mcp.servers.remote]
+//! url = "http://127.0.0.1:3001/mcp"
+//! headers = { Authorization = "Bearer ..." }
+//! ```
 
 use std::path::Path;
 
@@ -34,6 +48,9 @@ pub enum ConfigError {
 pub struct HostConfig {
     /// The plugins folder, if set here (the `--plugins` flag and `TOOLHOST_PLUGINS` win).
     pub plugins: Option<std::path::PathBuf>,
+    /// The MCP servers whose tools load next to the plugins.
+    #[serde(default)]
+    pub mcp: crate::mcp::McpConfig,
 }
 
 impl HostConfig {
@@ -56,5 +73,32 @@ impl HostConfig {
             path: path.display().to_string(),
             message: e.to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_servers_parse_from_toml() {
+        let cfg: HostConfig = toml::from_str(
+            r#"
+            plugins = "p"
+            [mcp.servers.fs]
+            command = "node"
+            args = ["server.js", "/tmp"]
+            env = { A = "1" }
+            timeout_secs = 7
+            [mcp.servers.remote]
+            url = "http://127.0.0.1:9/mcp"
+            headers = { Authorization = "Bearer x" }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(cfg.mcp.servers.len(), 2);
+        assert_eq!(cfg.mcp.servers["fs"].timeout_secs, Some(7));
+        assert!(cfg.mcp.servers["remote"].transport().is_ok());
+        assert!(toml::from_str::<HostConfig>("[mcp.servers.x]\nbogus = 1").is_err());
     }
 }

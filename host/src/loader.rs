@@ -53,7 +53,13 @@ pub fn plugin_problem(e: &crate::wasm::PluginError) -> LoadProblem {
     LoadProblem { source, message }
 }
 
-/// Connects the MCP servers of `config` and registers their tools.
-pub async fn connect_mcp(_registry: &ToolRegistry, _config: &HostConfig) -> Vec<LoadProblem> {
-    Vec::new()
+/// Connects the MCP servers of `config` and registers their tools (a name already taken
+/// becomes `server__tool`). A server that cannot be reached is a problem, not a failure:
+/// the others load. The clients live as long as their tools stay registered.
+pub async fn connect_mcp(registry: &ToolRegistry, config: &HostConfig) -> Vec<LoadProblem> {
+    let (_clients, problems) = crate::mcp::config::connect_all(registry, &config.mcp).await;
+    problems
+        .into_iter()
+        .map(|(source, message)| LoadProblem { source, message })
+        .collect()
 }
