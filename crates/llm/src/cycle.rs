@@ -208,8 +208,42 @@ impl LlmCycle {
         self.turns
     }
 
+    /// Answers the calls of the last assistant message that have no tool message yet.
+    /// That happens only when a caller dropped a loop future or stream part-way through a
+    /// tool turn; every submit runs this first, so the history it sends stays valid.
+    fn answer_dangling_calls(&mut self) {
+        let tail_start = self
+            .messages
+            .iter()
+            .rposition(|m| !matches!(m, ChatMessage::Tool { .. }))
+            .unwrap_or(0);
+        let Some(ChatMessage::Assistant(a)) = self.messages.get(tail_start) else {
+            return;
+        };
+        let answered: HashSet<&str> = self.messages[tail_start + 1..]
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let missing: Vec<String> = a
+            .tool_calls
+            .iter()
+            .filter(|c| !answered.contains(c.id.as_str()))
+            .map(|c| c.id.clone())
+            .collect();
+        for id in missing {
+            self.messages.push(ChatMessage::tool(
+                id,
+                "Error: not run: the tool loop was interrupted before this call finished",
+            ));
+        }
+    }
+
     /// Sends `prompt` without tools and returns the answer.
     pub async fn submit(&mut self, prompt: impl Into<String>) -> Result<ChatResponse, LlmError> {
+        self.answer_dangling_calls();
         self.messages.push(ChatMessage::user(prompt));
         let response = self.request(&[], None, false).await?;
         self.messages
@@ -224,6 +258,7 @@ impl LlmCycle {
         prompt: impl Into<String>,
         registry: &ToolRegistry,
     ) -> Result<ChatResponse, LlmError> {
+        self.answer_dangling_calls();
         self.messages.push(ChatMessage::user(prompt));
         self.run_loop(registry, None, false).await
     }
@@ -234,6 +269,7 @@ impl LlmCycle {
         &mut self,
         registry: &ToolRegistry,
     ) -> Result<ChatResponse, LlmError> {
+        self.answer_dangling_calls();
         self.run_loop(registry, None, false).await
     }
 
@@ -246,6 +282,7 @@ impl LlmCycle {
         prompt: impl Into<String>,
         registry: &'a ToolRegistry,
     ) -> EventStream<'a> {
+        self.answer_dangling_calls();
         self.messages.push(ChatMessage::user(prompt));
         let (tx, mut rx) = mpsc::unbounded_channel();
         let stream = async_stream::stream! {

@@ -647,3 +647,43 @@ async fn a_confused_server_gives_errors_not_panics() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn dropping_a_stream_mid_turn_leaves_a_history_the_next_submit_repairs() -> anyhow::Result<()>
+{
+    let registry = ToolRegistry::new();
+    registry.register(
+        DynamicTool::builder("hang")
+            .description("Never finish unless cancelled")
+            .handler(|_a, ctx| async move {
+                ctx.cancellation_token().cancelled().await;
+                Err(ToolError::Cancelled("hang".into()))
+            })
+            .build_dyn(),
+    )?;
+    let server = Scripted::start(vec![
+        sse_tools(&[("h1", "hang", "{}")]),
+        text_reply("moving on"),
+    ])
+    .await?;
+    let mut c = cycle(&server)?;
+    {
+        let mut s = c.submit_stream_with_tools("hang", &registry);
+        // Read up to the end of the model's turn; the tool is now running. Then give up.
+        while let Some(ev) = s.next().await {
+            if matches!(ev?, StreamEvent::TurnComplete { .. }) {
+                break;
+            }
+        }
+    }
+    assert_eq!(roles(c.messages()), ["user", "assistant"]);
+    let answer = c.submit_with_tools("never mind", &registry).await?;
+    assert_eq!(answer.text(), "moving on");
+    let answers = assert_history_valid(c.messages());
+    assert!(answers["h1"].contains("interrupted"), "{}", answers["h1"]);
+    assert_eq!(
+        roles(c.messages()),
+        ["user", "assistant", "tool", "user", "assistant"]
+    );
+    Ok(())
+}
