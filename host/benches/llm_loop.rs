@@ -44,6 +44,7 @@ async fn serve(listener: TcpListener) {
     let (tool, text) = (Arc::new(tool_reply()), Arc::new(text_reply()));
     while let Ok((sock, _)) = listener.accept().await {
         let (tool, text) = (tool.clone(), text.clone());
+        let _ = sock.set_nodelay(true);
         tokio::spawn(async move {
             let (r, mut w) = sock.into_split();
             let mut r = BufReader::new(r);
@@ -76,13 +77,13 @@ async fn serve(listener: TcpListener) {
                     .and_then(|m| m.last())
                     .is_some_and(|m| m["role"] == "tool");
                 let reply = if last_is_tool { &text } else { &tool };
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                // One write (head and body together): two small writes would meet Nagle's
+                // algorithm and delayed ACKs and add ~40 ms.
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{reply}",
                     reply.len()
                 );
-                if w.write_all(head.as_bytes()).await.is_err()
-                    || w.write_all(reply.as_bytes()).await.is_err()
-                {
+                if w.write_all(response.as_bytes()).await.is_err() {
                     return;
                 }
             }
