@@ -27,7 +27,7 @@ pub fn plugins_dir(args: &HostArgs, config: &HostConfig) -> PathBuf {
 
 /// Reads the config (a missing default file is fine; a missing explicit one is an error).
 pub fn load_config(args: &HostArgs) -> anyhow::Result<HostConfig> {
-    let explicit = args.config != PathBuf::from("toolhost.toml");
+    let explicit = args.config.as_path() != std::path::Path::new("toolhost.toml");
     HostConfig::load(&args.config, explicit).context("loading the host config")
 }
 

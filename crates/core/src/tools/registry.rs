@@ -450,6 +450,9 @@ impl ToolRegistry {
     }
 
     /// Sets the default per-call timeout (a tool's own `metadata().timeout` wins).
+    ///
+    /// Like every setting, it is shared by all clones of this handle: configure the
+    /// registry when you build it, not per caller.
     pub fn with_timeout(self, timeout: Duration) -> Self {
         write(&self.inner.settings).default_timeout = timeout;
         self
