@@ -165,10 +165,10 @@ impl Raw {
             if self.stdout.read_line(&mut self.line)? == 0 {
                 return Err(std::io::Error::other("EOF"));
             }
-            if let Ok(v) = serde_json::from_str::<Value>(&self.line) {
-                if v["id"] == json!(id) {
-                    return Ok(v);
-                }
+            if let Ok(v) = serde_json::from_str::<Value>(&self.line)
+                && v["id"] == json!(id)
+            {
+                return Ok(v);
             }
         }
     }
