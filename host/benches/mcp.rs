@@ -74,7 +74,7 @@ fn criterion_part(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         let problems = rt.block_on(toolhost::loader::load_plugins(&wasm, &dir));
         if wasm.contains("add") {
             g.bench_function("wasm_calc_add_registry", |b| {
-                b.iter(|| rt.block_on(async { wasm.invoke("add", json!({"a": 2, "b": 3})).await }))
+                b.iter(|| rt.block_on(async { wasm.invoke("add", json!({"x": 2, "y": 3})).await }))
             });
         } else {
             eprintln!(
@@ -235,7 +235,7 @@ fn time_calls(raw: &mut Raw, tool: &str, args: Value) -> std::io::Result<Stats> 
 /// The echo responder: `cat` sends each request line back; the "reply" has the same id.
 fn time_pipe_floor() -> std::io::Result<Stats> {
     let mut raw = Raw::spawn(&mut Command::new("cat"))?;
-    time_calls(&mut raw, "add", json!({"a": 2, "b": 3}))
+    time_calls(&mut raw, "add", json!({"x": 2, "y": 3}))
 }
 
 fn toolhost_cmd(plugins: &Path) -> Command {
