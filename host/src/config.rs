@@ -95,7 +95,7 @@ mod tests {
             headers = { Authorization = "Bearer x" }
             "#,
         )
-        .unwrap();
+        .unwrap(); // ok: test code
         assert_eq!(cfg.mcp.servers.len(), 2);
         assert_eq!(cfg.mcp.servers["fs"].timeout_secs, Some(7));
         assert!(cfg.mcp.servers["remote"].transport().is_ok());

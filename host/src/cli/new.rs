@@ -49,7 +49,8 @@ pub struct NewArgs {
 /// The WIT contract every plugin implements.
 const WIT: &str = include_str!("../../../wit/tool.wit");
 const GITIGNORE: &str = include_str!("../../../templates/gitignore");
-const MINIJSON: &str = include_str!("../../../templates/c/minijson.h");
+/// The tiny JSON reader of the C template, shared with the C example plugin (one copy).
+const MINIJSON: &str = include_str!("../../../plugins/c/minijson.h");
 
 /// (path in the project, content) of each template file. `NAME` in a path becomes the name.
 fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
