@@ -1,8 +1,9 @@
 //! Criterion benchmark `wasm` (issue 3).
 //!
 //! - `add/*`: `calc.add` through the registry with a fresh sandbox per call (default
-//!   engine, and with `concurrency_support(false)`), the direct `WasmTool::run` without the
-//!   registry, and the same add as a native tool through the same registry pipeline.
+//!   engine; with concurrency support on; with `keep_resident = 0`, i.e. wasmtime's
+//!   default madvise reset), the direct `WasmTool::run` without the registry, and the
+//!   same add as a native tool through the same registry pipeline.
 //! - `cpu/*`: a CPU-heavy guest (`burn`, 1e6 rounds) on engines with no interruption,
 //!   epoch only, fuel only, and both.
 //! - `load/*`: loading the example plugins folder (calc, files, fetch) cold (compiling)
@@ -85,8 +86,12 @@ fn benches(c: &mut Criterion) {
     for (label, o) in [
         ("wasm_registry", opts(&|_| {})),
         (
-            "wasm_registry_no_concurrency",
-            opts(&|o| o.concurrency_support = false),
+            "wasm_registry_concurrency",
+            opts(&|o| o.concurrency_support = true),
+        ),
+        (
+            "wasm_registry_no_keep_resident",
+            opts(&|o| o.keep_resident = 0),
         ),
     ] {
         let eng = engine(o);

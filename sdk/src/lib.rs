@@ -34,8 +34,6 @@
 //! derive gives both the JSON Schema the model sees and the parsing (a mismatch is an
 //! `invalid-arguments` error the model can fix).
 
-use std::collections::HashMap;
-
 pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize, Serialize};
 pub use serde_json::{self, Value, json};
@@ -122,7 +120,9 @@ type Handler = Box<dyn Fn(&str, &CallContext) -> Result<Output, ToolError>>;
 pub struct Tool {
     name: String,
     description: String,
-    parameters: Value,
+    // Generated only by `describe`: schemars work is the bulk of building a `Tool`, and
+    // every call builds the plugin's tool list afresh in a fresh instance.
+    parameters: fn() -> Value,
     permissions: Vec<Permission>,
     tags: Vec<String>,
     handler: Handler,
@@ -161,7 +161,7 @@ impl Tool {
         Tool {
             name: name.to_string(),
             description: description.to_string(),
-            parameters: schema::<A>(),
+            parameters: schema::<A>,
             permissions: Vec::new(),
             tags: Vec::new(),
             handler: Box::new(move |args, ctx| handler(parse::<A>(args)?, ctx)),
@@ -199,7 +199,7 @@ pub fn __describe(tools: Vec<Tool>) -> Vec<ToolInfo> {
         .map(|t| ToolInfo {
             name: t.name,
             description: t.description,
-            parameters: t.parameters.to_string(),
+            parameters: (t.parameters)().to_string(),
             permissions: t.permissions,
             tags: t.tags,
         })
@@ -213,9 +213,7 @@ pub fn __call(
     args: &str,
     ctx: &CallContext,
 ) -> Result<ToolOutput, WitError> {
-    let mut by_name: HashMap<String, Tool> =
-        tools.into_iter().map(|t| (t.name.clone(), t)).collect();
-    let Some(tool) = by_name.remove(name) else {
+    let Some(tool) = tools.into_iter().find(|t| t.name == name) else {
         return Err(WitError::InvalidArguments(format!("no tool named '{name}' in this plugin")));
     };
     let out = (tool.handler)(args, ctx)?;

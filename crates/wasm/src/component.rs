@@ -107,7 +107,9 @@ impl Plugin {
             path: name.clone(),
             source,
         })?;
-        let component = engine.compile(&bytes, path)?;
+        // The engine may be the concurrency-enabled sibling (see `compile_any`).
+        let (engine, component) = engine.compile_any(&bytes, path)?;
+        let engine = &engine;
         let imports = component
             .component_type()
             .imports(engine.engine())

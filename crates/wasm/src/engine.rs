@@ -33,8 +33,13 @@ pub struct EngineOptions {
     pub fuel: bool,
     /// Compile epoch checks in, so the wall-clock deadline works. Default: on.
     pub epoch: bool,
-    /// wasmtime's component-model concurrency support. Off is faster per call, but some
-    /// guest toolchains (QuickJS-based JS) need it on. Default: on.
+    /// wasmtime's component-model concurrency support (the component-model `async`
+    /// features). It costs about 10 µs on every call (the store's task machinery is set
+    /// up and torn down), and none of our guest toolchains (Rust, componentize-js,
+    /// componentize-py, C) emit those features, so it is off by default. A component
+    /// that does use them fails to compile without it; the loader then compiles it on a
+    /// second engine that has it on (created on first need), so such plugins still load.
+    /// Default: off.
     pub concurrency_support: bool,
     /// Epoch tick period (deadline resolution). Default: 10 ms.
     pub epoch_tick: Duration,
@@ -42,6 +47,13 @@ pub struct EngineOptions {
     pub max_wasm_stack: usize,
     /// Max concurrent instances (pooling slots). Default: 64.
     pub max_instances: u32,
+    /// Bytes of each linear memory (and table) the pooling allocator keeps mapped between
+    /// calls. After a call, the pages the guest wrote (found with Linux's `PAGEMAP_SCAN`,
+    /// kernel 6.7+) are reset by copying the original contents back, up to this many
+    /// bytes; only memory beyond it is given back with `madvise`. A small tool thus
+    /// costs no page faults and no TLB shootdowns per call, and every call still starts
+    /// from the pristine initial memory. 0 turns this off. Default: 2 MiB.
+    pub keep_resident: usize,
     /// The compile cache folder; `None` disables the cache. Default: the platform cache
     /// dir + `toolhost/wasm`.
     pub cache_dir: Option<PathBuf>,
@@ -55,10 +67,11 @@ impl Default for EngineOptions {
             pooling: true,
             fuel: true,
             epoch: true,
-            concurrency_support: true,
+            concurrency_support: false,
             epoch_tick: Duration::from_millis(10),
             max_wasm_stack: 1 << 20,
             max_instances: 64,
+            keep_resident: 2 << 20,
             cache_dir: dirs::cache_dir().map(|d| d.join("toolhost").join("wasm")),
             max_plugin_bytes: 64 << 20,
         }
@@ -71,6 +84,9 @@ pub(crate) struct EngineInner {
     pub(crate) options: EngineOptions,
     config_key: String,
     cache_dir: Option<PathBuf>,
+    /// The engine with concurrency support, for components that need it (created on
+    /// first need; only when this engine has it off).
+    concurrent: std::sync::OnceLock<Result<WasmEngine, String>>,
 }
 
 /// The shared wasm engine. Cheap to clone.
@@ -115,7 +131,11 @@ impl WasmEngine {
                 .max_memories_per_component(8)
                 .max_tables_per_component(32)
                 .max_core_instances_per_component(64)
-                .max_memory_size((crate::policy::MAX_MEMORY_MB as usize) << 20);
+                .max_memory_size((crate::policy::MAX_MEMORY_MB as usize) << 20)
+                .linear_memory_keep_resident(options.keep_resident)
+                .table_keep_resident(options.keep_resident.min(1 << 20))
+                // Falls back to plain memset + madvise where the ioctl is missing.
+                .pagemap_scan(wasmtime::Enabled::Auto);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = Engine::new(&config).map_err(|e| EngineError::Config(format!("{e:#}")))?;
@@ -161,6 +181,7 @@ impl WasmEngine {
                 options,
                 config_key,
                 cache_dir,
+                concurrent: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -178,6 +199,42 @@ impl WasmEngine {
     /// The compile cache folder in use, if any.
     pub fn cache_dir(&self) -> Option<&Path> {
         self.inner.cache_dir.as_deref()
+    }
+
+    /// Compiles a component on this engine or, when that fails and this engine has
+    /// concurrency support off, on the engine with it on (a component using the
+    /// component-model `async` features). Returns the engine the component belongs to.
+    /// When both fail, the error is the one from this engine.
+    pub fn compile_any(
+        &self,
+        bytes: &[u8],
+        path: &Path,
+    ) -> Result<(WasmEngine, Component), PluginError> {
+        let first = match self.compile(bytes, path) {
+            Ok(c) => return Ok((self.clone(), c)),
+            Err(e @ PluginError::Compile { .. }) if !self.inner.options.concurrency_support => e,
+            Err(e) => return Err(e),
+        };
+        let concurrent = self.inner.concurrent.get_or_init(|| {
+            WasmEngine::with_options(EngineOptions {
+                concurrency_support: true,
+                ..self.inner.options.clone()
+            })
+            .map_err(|e| e.to_string())
+        });
+        let Ok(concurrent) = concurrent else {
+            return Err(first);
+        };
+        match concurrent.compile(bytes, path) {
+            Ok(c) => {
+                tracing::info!(
+                    plugin = %path.display(),
+                    "component uses component-model concurrency; running it on the engine with concurrency support"
+                );
+                Ok((concurrent.clone(), c))
+            }
+            Err(_) => Err(first),
+        }
     }
 
     /// Compiles a component, through the on-disk cache. `path` is only for messages.

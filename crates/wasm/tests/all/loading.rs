@@ -152,3 +152,37 @@ async fn compile_cache_is_reused() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p3.tools().len(), 4);
 }
+
+/// A component that uses a component-model `async` builtin (`context.get`) cannot compile
+/// on the default engine (concurrency support off, the fast path); the loader retries on
+/// the engine with concurrency support, so it gets past compilation. This one then fails
+/// the world check (it exports nothing), which proves the retry happened: without it the
+/// error would be a compile error.
+#[tokio::test]
+async fn a_component_using_async_builtins_loads_on_the_concurrent_engine() {
+    let wat = r#"(component
+        (core func $get (canon context.get i32 0))
+        (core module $m (import "" "get" (func (result i32))))
+        (core instance (instantiate $m (with "" (instance (export "get" (func $get))))))
+    )"#;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("uses_async.wasm");
+    let bytes = wat::parse_str(wat).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+    let engine = support::engine();
+    assert!(!engine.options().concurrency_support);
+    match engine.compile(&bytes, &path) {
+        Err(PluginError::Compile { message, .. }) => {
+            assert!(message.contains("async"), "{message}")
+        }
+        other => panic!("expected a compile error on the fast engine, got {other:?}"),
+    }
+    let (used, _) = engine
+        .compile_any(&bytes, &path)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(used.options().concurrency_support);
+    match Plugin::load(engine, &path).await {
+        Err(PluginError::WrongWorld { .. }) => {}
+        other => panic!("expected WrongWorld after the retry, got {other:?}"),
+    }
+}

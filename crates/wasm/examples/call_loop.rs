@@ -1,0 +1,65 @@
+//! Profiling helper: calls one tool of one component N times in a loop, fresh sandbox per
+//! call, and prints the mean and median. Run it under `perf record` to see where a call's
+//! time goes, without the compile work of the criterion benches in the profile.
+//!
+//! `cargo run --release -p toolhost-wasm --example call_loop -- PLUGIN.wasm TOOL 'JSON' [N]`
+//!
+//! Env: `NO_CONCURRENCY=1` turns component-model concurrency support off, `NO_FUEL=1`,
+//! `NO_EPOCH=1`, `NO_POOLING=1` switch those off; `KEEP_RESIDENT=BYTES` sets
+//! `EngineOptions::keep_resident`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use toolhost_core::tools::ToolContext;
+use toolhost_wasm::{EngineOptions, Plugin, WasmEngine};
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let path = std::path::PathBuf::from(&a[1]);
+    let tool = &a[2];
+    let args: serde_json::Value = serde_json::from_str(&a[3]).expect("args JSON");
+    let n: usize = a.get(4).map(|s| s.parse().expect("N")).unwrap_or(20_000);
+    let on = |k: &str| std::env::var_os(k).is_none();
+    let opts = EngineOptions {
+        concurrency_support: on("NO_CONCURRENCY"),
+        fuel: on("NO_FUEL"),
+        epoch: on("NO_EPOCH"),
+        pooling: on("NO_POOLING"),
+        keep_resident: std::env::var("KEEP_RESIDENT")
+            .map(|v| v.parse().expect("KEEP_RESIDENT bytes"))
+            .unwrap_or(EngineOptions::default().keep_resident),
+        ..EngineOptions::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let engine = WasmEngine::with_options(opts).unwrap();
+    let plugin = rt.block_on(Plugin::load(&engine, &path)).unwrap();
+    let t = plugin
+        .tools()
+        .iter()
+        .find(|t| t.spec().name == *tool)
+        .expect("no such tool")
+        .clone();
+    let ctx = ToolContext::default();
+    for _ in 0..200 {
+        rt.block_on(t.run(&args, &ctx)).unwrap();
+    }
+    let mut times = Vec::with_capacity(n);
+    let start = Instant::now();
+    for _ in 0..n {
+        let s = Instant::now();
+        rt.block_on(t.run(&args, &ctx)).unwrap();
+        times.push(s.elapsed());
+    }
+    let total = start.elapsed();
+    times.sort();
+    println!(
+        "{n} calls: mean {:?}, median {:?}, p99 {:?}",
+        total / n as u32,
+        times[n / 2],
+        times[n * 99 / 100]
+    );
+}
