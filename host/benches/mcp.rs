@@ -260,7 +260,7 @@ fn timing_part() {
     if let Some(dir) = plugins() {
         match Raw::spawn(&mut toolhost_cmd(&dir)).and_then(|mut raw| {
             raw.handshake()?;
-            time_calls(&mut raw, "add", json!({"a": 2, "b": 3}))
+            time_calls(&mut raw, "add", json!({"x": 2, "y": 3}))
         }) {
             Ok(s) => println!(
                 "toolhost serve --stdio (wasm add): median {:>8.1?}  p99 {:>8.1?}  n={}",
