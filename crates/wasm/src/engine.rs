@@ -201,6 +201,63 @@ impl WasmEngine {
         self.inner.cache_dir.as_deref()
     }
 
+    /// Loads the component in `path` for [`Plugin::load`](crate::Plugin::load): compiled
+    /// on this engine or its concurrency-enabled sibling (see [`Self::compile_any`]),
+    /// through the compile cache. Returns the engine it belongs to, the component and the
+    /// sha256 of the file (hex).
+    ///
+    /// **Fast path.** Hashing a 15 MB JS or Python component costs tens of milliseconds
+    /// at every start, so the cache also keeps an index from a file's identity (device,
+    /// inode, size, modification and change times, in ns) to its digest. When the file's
+    /// identity matches its index entry and the artifact for that digest is cached, the
+    /// file is not even read. Any change to the file changes its change time (which user
+    /// code cannot set), so a replaced or edited plugin is always hashed afresh.
+    pub fn load_file(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+    ) -> Result<(WasmEngine, Component, String), PluginError> {
+        let name = path.display().to_string();
+        let io = |source| PluginError::Io {
+            path: name.clone(),
+            source,
+        };
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if meta.len() > max_bytes {
+            return Err(PluginError::TooLarge {
+                path: name,
+                size: meta.len(),
+                max: max_bytes,
+            });
+        }
+        let index = self.index_entry(path, &meta);
+        if let Some((entry, stamp)) = &index
+            && let Some(digest) = read_index(entry, stamp)
+            && let Some(c) = self.cached_artifact(&digest)
+        {
+            return Ok((self.clone(), c, digest));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        // Read through the handle that was measured, so the size cap holds even if the
+        // file grows meanwhile.
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, max_bytes + 1), &mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(PluginError::TooLarge {
+                path: name,
+                size: bytes.len() as u64,
+                max: max_bytes,
+            });
+        }
+        let digest = hex::encode(Sha256::digest(&bytes));
+        let (engine, component) = self.compile_any_digest(&bytes, path, &digest)?;
+        if let Some((entry, stamp)) = &index {
+            write_atomically(entry, format!("{stamp} {digest}\n").as_bytes());
+        }
+        Ok((engine, component, digest))
+    }
+
     /// Compiles a component on this engine or, when that fails and this engine has
     /// concurrency support off, on the engine with it on (a component using the
     /// component-model `async` features). Returns the engine the component belongs to.
@@ -210,7 +267,16 @@ impl WasmEngine {
         bytes: &[u8],
         path: &Path,
     ) -> Result<(WasmEngine, Component), PluginError> {
-        let first = match self.compile(bytes, path) {
+        self.compile_any_digest(bytes, path, &hex::encode(Sha256::digest(bytes)))
+    }
+
+    fn compile_any_digest(
+        &self,
+        bytes: &[u8],
+        path: &Path,
+        digest: &str,
+    ) -> Result<(WasmEngine, Component), PluginError> {
+        let first = match self.compile_digest(bytes, path, digest) {
             Ok(c) => return Ok((self.clone(), c)),
             Err(e @ PluginError::Compile { .. }) if !self.inner.options.concurrency_support => e,
             Err(e) => return Err(e),
@@ -225,7 +291,7 @@ impl WasmEngine {
         let Ok(concurrent) = concurrent else {
             return Err(first);
         };
-        match concurrent.compile(bytes, path) {
+        match concurrent.compile_digest(bytes, path, digest) {
             Ok(c) => {
                 tracing::info!(
                     plugin = %path.display(),
@@ -239,36 +305,129 @@ impl WasmEngine {
 
     /// Compiles a component, through the on-disk cache. `path` is only for messages.
     pub fn compile(&self, bytes: &[u8], path: &Path) -> Result<Component, PluginError> {
+        self.compile_digest(bytes, path, &hex::encode(Sha256::digest(bytes)))
+    }
+
+    fn compile_digest(
+        &self,
+        bytes: &[u8],
+        path: &Path,
+        digest: &str,
+    ) -> Result<Component, PluginError> {
         let name = path.display().to_string();
         check_component_header(bytes, &name)?;
-        let cached = self.inner.cache_dir.as_ref().map(|dir| {
-            let digest = hex::encode(Sha256::digest(bytes));
-            dir.join(format!("{digest}-{}.cwasm", self.inner.config_key))
-        });
-        if let Some(file) = &cached
-            && file.is_file()
-        {
-            match deserialize_own_artifact(&self.inner.engine, file) {
-                Ok(c) => return Ok(c),
-                Err(e) => {
-                    tracing::warn!(file = %file.display(), "ignoring unusable cached artifact: {e:#}");
-                    let _ = std::fs::remove_file(file);
-                }
-            }
+        if let Some(c) = self.cached_artifact(digest) {
+            return Ok(c);
         }
         let component =
             Component::new(&self.inner.engine, bytes).map_err(|e| PluginError::Compile {
                 path: name.clone(),
                 message: format!("{e:#}"),
             })?;
-        if let Some(file) = &cached {
+        if let Some(file) = self.artifact_path(digest) {
             match component.serialize() {
-                Ok(art) => write_atomically(file, &art),
+                Ok(art) => write_atomically(&file, &art),
                 Err(e) => tracing::warn!("cannot serialize {name}: {e:#}"),
             }
         }
         Ok(component)
     }
+
+    fn artifact_path(&self, digest: &str) -> Option<PathBuf> {
+        let dir = self.inner.cache_dir.as_ref()?;
+        Some(dir.join(format!("{digest}-{}.cwasm", self.inner.config_key)))
+    }
+
+    /// The cached artifact for this digest, if there is a usable one (an unusable one is
+    /// removed).
+    fn cached_artifact(&self, digest: &str) -> Option<Component> {
+        let file = self.artifact_path(digest)?;
+        if !file.is_file() {
+            return None;
+        }
+        match deserialize_own_artifact(&self.inner.engine, &file) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(file = %file.display(), "ignoring unusable cached artifact: {e:#}");
+                let _ = std::fs::remove_file(&file);
+                None
+            }
+        }
+    }
+
+    /// The index file for `path` and the file's current identity stamp (unix only).
+    fn index_entry(&self, path: &Path, meta: &std::fs::Metadata) -> Option<(PathBuf, String)> {
+        let dir = self.inner.cache_dir.as_ref()?;
+        let stamp = file_stamp(meta)?;
+        let full = std::fs::canonicalize(path).ok()?;
+        let key = hex::encode(Sha256::digest(full.as_os_str().as_encoded_bytes()));
+        Some((dir.join("index").join(format!("{key}.txt")), stamp))
+    }
+
+    /// Cached `describe()` results of the component with this digest (written by this
+    /// version of the host), or `None`.
+    pub(crate) fn cached_describe<T: serde::de::DeserializeOwned>(&self, digest: &str) -> Option<T> {
+        let file = self.describe_path(digest)?;
+        let text = std::fs::read(&file).ok()?;
+        match serde_json::from_slice(&text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::warn!(file = %file.display(), "ignoring unusable cached describe(): {e}");
+                let _ = std::fs::remove_file(&file);
+                None
+            }
+        }
+    }
+
+    /// Stores `describe()` results for the component with this digest.
+    pub(crate) fn store_describe<T: serde::Serialize>(&self, digest: &str, value: &T) {
+        let Some(file) = self.describe_path(digest) else {
+            return;
+        };
+        match serde_json::to_vec(value) {
+            Ok(bytes) => write_atomically(&file, &bytes),
+            Err(e) => tracing::warn!("cannot serialize describe() results: {e}"),
+        }
+    }
+
+    fn describe_path(&self, digest: &str) -> Option<PathBuf> {
+        let dir = self.inner.cache_dir.as_ref()?;
+        Some(dir.join(format!(
+            "{digest}-describe-v{}.json",
+            env!("CARGO_PKG_VERSION")
+        )))
+    }
+}
+
+/// A file's identity: device, inode, size, mtime and ctime in ns. `None` off unix.
+fn file_stamp(meta: &std::fs::Metadata) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(format!(
+            "v1 {} {} {} {}.{} {}.{}",
+            meta.dev(),
+            meta.ino(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec()
+        ))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// The digest recorded for `stamp` in an index file, if the stamp still matches.
+fn read_index(entry: &Path, stamp: &str) -> Option<String> {
+    let text = std::fs::read_to_string(entry).ok()?;
+    let (recorded, digest) = text.trim_end().rsplit_once(' ')?;
+    (recorded == stamp && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| digest.to_string())
 }
 
 /// Rejects garbage and core modules early, with a clear message.
@@ -311,7 +470,12 @@ fn prepare_cache_dir(dir: &Path) -> Option<PathBuf> {
 }
 
 fn write_atomically(file: &Path, bytes: &[u8]) {
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if let Some(parent) = file.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let tmp = file.with_extension(format!("tmp{}-{seq}", std::process::id()));
     let res = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, file));
     if let Err(e) = res {
         let _ = std::fs::remove_file(&tmp);
