@@ -28,7 +28,19 @@ pub async fn load_plugins(registry: &ToolRegistry, dir: &Path) -> Vec<LoadProble
             }];
         }
     };
-    let (_plugins, errors) = crate::wasm::loader::load_into(&engine, registry, dir).await;
+    let (plugins, errors) = crate::wasm::loader::load_into(&engine, registry, dir).await;
+    // Plugins listed from the compile cache are linked on first use; link them now on a
+    // blocking thread so the first call does not wait for it, while the host is already
+    // answering (`tools/list` needs no linked component).
+    if !plugins.is_empty() && tokio::runtime::Handle::try_current().is_ok() {
+        tokio::task::spawn_blocking(move || {
+            for p in &plugins {
+                if let Err(e) = p.warm() {
+                    tracing::warn!(plugin = %p.path().display(), "{e}");
+                }
+            }
+        });
+    }
     errors.iter().map(plugin_problem).collect()
 }
 

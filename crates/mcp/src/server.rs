@@ -175,7 +175,8 @@ fn stdio_pipes() -> Option<(
     tokio::net::unix::pipe::Sender,
 )> {
     use std::os::fd::AsFd;
-    let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok().map(std::fs::File::from);
+    let dup =
+        |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok().map(std::fs::File::from);
     let stdin = dup(std::io::stdin().as_fd())?;
     let stdout = dup(std::io::stdout().as_fd())?;
     // `from_file` refuses anything that is not a FIFO (a terminal, a regular file).

@@ -4,7 +4,7 @@
 //! set before instantiation.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -13,6 +13,7 @@ use toolhost_core::tools::{
     BaseTool, Permission, ToolContext, ToolError, ToolMetadata, ToolOutput, ToolSource,
     truncate_render,
 };
+use wasmtime::component::Component;
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::bindings::{self, ToolPre};
@@ -48,15 +49,82 @@ pub(crate) struct PluginInner {
     pub(crate) path: PathBuf,
     pub(crate) name: Arc<str>,
     pub(crate) policy: Policy,
-    pub(crate) pre: ToolPre<HostState>,
     pub(crate) engine: WasmEngine,
+    /// sha256 of the component file (hex).
+    digest: String,
+    /// The linked component: set at load, or on first use for a plugin loaded from the
+    /// cache (see [`Plugin::load`]).
+    linked: OnceLock<Result<Linked, String>>,
+}
+
+/// A component linked against the host: ready to instantiate.
+struct Linked {
+    pre: ToolPre<HostState>,
+    imports: Vec<String>,
+}
+
+impl PluginInner {
+    /// The linked component, linking it now if this is its first use.
+    fn linked(&self) -> Result<&Linked, String> {
+        self.linked
+            .get_or_init(|| {
+                let t0 = std::time::Instant::now();
+                let res = self.link_now();
+                tracing::debug!(plugin = %self.path.display(), us = t0.elapsed().as_micros() as u64, ok = res.is_ok(), "plugin linked");
+                res
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn link_now(&self) -> Result<Linked, String> {
+        let component = match self.engine.cached_artifact(&self.digest) {
+            Some(c) => c,
+            None => {
+                // The cached artifact went away since the plugin was listed: compile the
+                // file again, which must still be the file that was described.
+                let max = self.engine.options().max_plugin_bytes;
+                let (engine, c, digest) = self
+                    .engine
+                    .load_file(&self.path, max)
+                    .map_err(|e| e.to_string())?;
+                if digest != self.digest || !Arc::ptr_eq(&engine.inner, &self.engine.inner) {
+                    return Err(format!(
+                        "{} changed since it was loaded; restart toolhost to load the new version",
+                        self.path.display()
+                    ));
+                }
+                c
+            }
+        };
+        link(&self.engine, &component, &self.path.display().to_string()).map_err(|e| e.to_string())
+    }
+}
+
+/// Links a compiled component against the host and checks it implements the `tool` world.
+fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked, PluginError> {
+    let imports = component
+        .component_type()
+        .imports(engine.engine())
+        .map(|(n, _)| n.to_string())
+        .collect::<Vec<_>>();
+    let wrong = |e: wasmtime::Error| PluginError::WrongWorld {
+        path: name.to_string(),
+        message: format!("{e:#}"),
+    };
+    let pre = engine
+        .inner
+        .linker
+        .instantiate_pre(component)
+        .map_err(wrong)?;
+    let pre = ToolPre::new(pre).map_err(wrong)?;
+    Ok(Linked { pre, imports })
 }
 
 /// One loaded component: its tools, policy and imports.
 pub struct Plugin {
     inner: Arc<PluginInner>,
     tools: Vec<Arc<WasmTool>>,
-    imports: Vec<String>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -87,6 +155,14 @@ fn permission_from_wit(p: bindings::Permission) -> Permission {
 impl Plugin {
     /// Loads one component file: size cap, compile (through the cache), link, policy,
     /// `describe()`. Does not register anything.
+    ///
+    /// **From the cache.** When the compile cache already holds this exact file's
+    /// artifact (same digest, by the file-identity index) and its `describe()` result,
+    /// the plugin is listed from those without mapping the artifact: linking happens on
+    /// first use or in [`Plugin::warm`]. A host with large JS/Python plugins thus answers
+    /// `tools/list` within milliseconds of starting. Both cache entries exist only for a
+    /// file that compiled, linked as a `tool` world and described itself successfully
+    /// under this host version and engine configuration.
     pub async fn load(engine: &WasmEngine, path: &Path) -> Result<Plugin, PluginError> {
         let name = path.display().to_string();
         let t0 = std::time::Instant::now();
@@ -94,44 +170,41 @@ impl Plugin {
             path: name.clone(),
             source,
         })?;
-        // The engine may be the concurrency-enabled sibling (see `compile_any`).
-        let (engine, component, digest) =
-            engine.load_file(path, engine.options().max_plugin_bytes)?;
-        let engine = &engine;
-        let t_compiled = t0.elapsed();
-        let imports = component
-            .component_type()
-            .imports(engine.engine())
-            .map(|(n, _)| n.to_string())
-            .collect::<Vec<_>>();
-        let wrong = |e: wasmtime::Error| PluginError::WrongWorld {
-            path: name.clone(),
-            message: format!("{e:#}"),
-        };
-        let pre = engine
-            .inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(wrong)?;
-        let pre = ToolPre::new(pre).map_err(wrong)?;
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| name.clone());
-        let inner = Arc::new(PluginInner {
-            path: path.to_path_buf(),
-            name: Arc::from(stem),
-            policy,
-            pre,
-            engine: engine.clone(),
+        let max = engine.options().max_plugin_bytes;
+        let from_cache = engine.cached_digest(path, max).and_then(|digest| {
+            let specs = engine.cached_describe::<Vec<ToolSpec>>(&digest)?;
+            Some((digest, specs))
         });
-        // describe() is a pure function of the component (it runs with no grants), so its
-        // result is cached by the component's digest: a start from the cache then does
-        // not instantiate every plugin, which matters for 15 MB JS/Python components.
-        let t_linked = t0.elapsed();
-        let specs = match engine.cached_describe::<Vec<ToolSpec>>(&digest) {
-            Some(specs) => specs,
+        let (inner, specs) = match from_cache {
+            Some((digest, specs)) => {
+                let inner = Arc::new(PluginInner {
+                    path: path.to_path_buf(),
+                    name: Arc::from(stem),
+                    policy,
+                    engine: engine.clone(),
+                    digest,
+                    linked: OnceLock::new(),
+                });
+                (inner, specs)
+            }
             None => {
+                // The engine may be the concurrency-enabled sibling (see `compile_any`).
+                let (engine, component, digest) = engine.load_file(path, max)?;
+                let linked = link(&engine, &component, &name)?;
+                let inner = Arc::new(PluginInner {
+                    path: path.to_path_buf(),
+                    name: Arc::from(stem),
+                    policy,
+                    engine: engine.clone(),
+                    digest: digest.clone(),
+                    linked: OnceLock::from(Ok(linked)),
+                });
+                // describe() is a pure function of the component (it runs with no
+                // grants), so its result is cached by the component's digest.
                 let specs = describe(&inner)
                     .await
                     .map_err(|message| PluginError::Describe {
@@ -139,7 +212,7 @@ impl Plugin {
                         message,
                     })?;
                 engine.store_describe(&digest, &specs);
-                specs
+                (inner, specs)
             }
         };
         let tools = specs
@@ -156,16 +229,23 @@ impl Plugin {
             .collect();
         tracing::debug!(
             plugin = %name,
-            compiled_us = t_compiled.as_micros() as u64,
-            linked_us = t_linked.as_micros() as u64,
-            total_us = t0.elapsed().as_micros() as u64,
+            linked = inner.linked.get().is_some(),
+            us = t0.elapsed().as_micros() as u64,
             "plugin loaded"
         );
-        Ok(Plugin {
-            inner,
-            tools,
-            imports,
-        })
+        Ok(Plugin { inner, tools })
+    }
+
+    /// Whether the component is linked (always after a load that compiled it; after a
+    /// load from the cache only once used or warmed).
+    pub fn is_linked(&self) -> bool {
+        self.inner.linked.get().is_some()
+    }
+
+    /// Links the component now if it was loaded from the cache and not used yet (so the
+    /// first call does not pay for it). Blocking: maps and links the compiled artifact.
+    pub fn warm(&self) -> Result<(), String> {
+        self.inner.linked().map(|_| ())
     }
 
     /// The component file.
@@ -188,13 +268,15 @@ impl Plugin {
         &self.tools
     }
 
-    /// The component's imports (WASI interfaces, `toolhost:tool/host`, ...).
-    pub fn imports(&self) -> &[String] {
-        &self.imports
+    /// The component's imports (WASI interfaces, `toolhost:tool/host`, ...). Links the
+    /// component if it is not yet (see [`Plugin::warm`]).
+    pub fn imports(&self) -> Result<&[String], String> {
+        self.inner.linked().map(|l| l.imports.as_slice())
     }
 }
 
 async fn describe(inner: &Arc<PluginInner>) -> Result<Vec<ToolSpec>, String> {
+    let pre = &inner.linked()?.pre;
     let grant = Grant::default();
     let mut store = new_store(
         inner,
@@ -206,7 +288,7 @@ async fn describe(inner: &Arc<PluginInner>) -> Result<Vec<ToolSpec>, String> {
         None,
     )?;
     let res = async {
-        let inst = inner.pre.instantiate_async(&mut store).await?;
+        let inst = pre.instantiate_async(&mut store).await?;
         inst.call_describe(&mut store).await
     }
     .await;
@@ -357,6 +439,11 @@ impl WasmTool {
         let timeout = policy.timeout;
         let name = &*self.name;
         let declared_network = self.spec.permissions.contains(&Permission::Network);
+        let pre = &self
+            .plugin
+            .linked()
+            .map_err(|e| ToolError::failed(name, format!("the plugin cannot be loaded: {e}")))?
+            .pre;
         let mut store = new_store(
             &self.plugin,
             &self.grant,
@@ -374,7 +461,7 @@ impl WasmTool {
         };
         let args_text = args.to_string();
         let run = async {
-            let inst = self.plugin.pre.instantiate_async(&mut store).await?;
+            let inst = pre.instantiate_async(&mut store).await?;
             inst.call_call(&mut store, name, &args_text, &wit_ctx).await
         };
         // The epoch callback stops running wasm; this stops a guest blocked in host I/O

@@ -241,8 +241,11 @@ impl WasmEngine {
         let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
         // Read through the handle that was measured, so the size cap holds even if the
         // file grows meanwhile.
-        std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, max_bytes + 1), &mut bytes)
-            .map_err(io)?;
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(&mut file, max_bytes + 1),
+            &mut bytes,
+        )
+        .map_err(io)?;
         if bytes.len() as u64 > max_bytes {
             return Err(PluginError::TooLarge {
                 path: name,
@@ -256,6 +259,18 @@ impl WasmEngine {
             write_atomically(entry, format!("{stamp} {digest}\n").as_bytes());
         }
         Ok((engine, component, digest))
+    }
+
+    /// The digest of the file in `path` when the cache's file-identity index knows it and
+    /// this engine's artifact for it is cached; `None` otherwise (or over `max_bytes`).
+    pub(crate) fn cached_digest(&self, path: &Path, max_bytes: u64) -> Option<String> {
+        let meta = std::fs::metadata(path).ok()?;
+        if meta.len() > max_bytes {
+            return None;
+        }
+        let (entry, stamp) = self.index_entry(path, &meta)?;
+        let digest = read_index(&entry, &stamp)?;
+        self.artifact_path(&digest)?.is_file().then_some(digest)
     }
 
     /// Compiles a component on this engine or, when that fails and this engine has
@@ -340,7 +355,7 @@ impl WasmEngine {
 
     /// The cached artifact for this digest, if there is a usable one (an unusable one is
     /// removed).
-    fn cached_artifact(&self, digest: &str) -> Option<Component> {
+    pub(crate) fn cached_artifact(&self, digest: &str) -> Option<Component> {
         let file = self.artifact_path(digest)?;
         if !file.is_file() {
             return None;
@@ -366,7 +381,10 @@ impl WasmEngine {
 
     /// Cached `describe()` results of the component with this digest (written by this
     /// version of the host), or `None`.
-    pub(crate) fn cached_describe<T: serde::de::DeserializeOwned>(&self, digest: &str) -> Option<T> {
+    pub(crate) fn cached_describe<T: serde::de::DeserializeOwned>(
+        &self,
+        digest: &str,
+    ) -> Option<T> {
         let file = self.describe_path(digest)?;
         let text = std::fs::read(&file).ok()?;
         match serde_json::from_slice(&text) {

@@ -52,10 +52,13 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
             })
         })
         .collect();
+    let imports = plugin
+        .imports()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     if args.json {
         let doc = serde_json::json!({
             "file": args.file.display().to_string(),
-            "imports": plugin.imports(),
+            "imports": imports,
             "policy": policy_json,
             "tools": tools,
         });
@@ -64,7 +67,7 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     }
     println!("component: {}", args.file.display());
     println!("imports:");
-    for i in plugin.imports() {
+    for i in imports {
         println!("  {i}");
     }
     println!("policy: {}", serde_json::to_string(&policy_json)?);

@@ -1,7 +1,7 @@
 //! The thin path (calc through the registry) and the loader's handling of bad plugins.
 
 use serde_json::json;
-use toolhost_core::tools::ToolSource;
+use toolhost_core::tools::{ToolContext, ToolSource};
 use toolhost_wasm::{Plugin, PluginError, loader};
 
 use crate::support::{self, call, install};
@@ -123,34 +123,91 @@ async fn oversized_files_are_refused_before_reading() {
 }
 
 #[tokio::test]
-async fn compile_cache_is_reused() {
+async fn compile_cache_is_reused_and_never_trusted_blindly() {
     let cache = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let cdir = cache.path().join("c");
     let engine = toolhost_wasm::WasmEngine::with_options(toolhost_wasm::EngineOptions {
-        cache_dir: Some(cache.path().join("c")),
+        cache_dir: Some(cdir.clone()),
         ..Default::default()
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    let path = support::wasm("calc");
-    let p1 = Plugin::load(&engine, &path)
+    let plugins = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = plugins.path().join("p.wasm");
+    std::fs::copy(support::wasm("calc"), &path).unwrap_or_else(|e| panic!("{e}"));
+    let load = || Plugin::load(&engine, &path);
+    let cached = |ext: &str| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&cdir)
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p.to_string_lossy().ends_with(ext))
+            .collect()
+    };
+    let ctx = ToolContext::default();
+    let run = |p: &Plugin, tool: &str, args: serde_json::Value| {
+        let t = p.tools().iter().find(|t| t.spec().name == tool).cloned();
+        let t = t.unwrap_or_else(|| panic!("no {tool}"));
+        let ctx = ctx.clone();
+        async move { t.run(&args, &ctx).await }
+    };
+
+    // First load compiles, links and describes; the cache gets the artifact, the
+    // describe() result and the file's index entry.
+    let p1 = load().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(p1.is_linked());
+    assert_eq!(cached(".cwasm").len(), 1);
+    assert_eq!(cached(".json").len(), 1);
+    assert_eq!(
+        std::fs::read_dir(cdir.join("index"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        1
+    );
+
+    // Second load comes from the cache: listed without linking, linked on first use.
+    let p2 = load().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!p2.is_linked());
+    assert_eq!(p2.tools().len(), 4);
+    let out = run(&p2, "add", json!({"x": 1, "y": 2}))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let files: Vec<_> = std::fs::read_dir(cache.path().join("c"))
-        .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    assert_eq!(files.len(), 1, "{files:?}");
-    assert!(files[0].extension().is_some_and(|e| e == "cwasm"));
-    let p2 = Plugin::load(&engine, &path)
+    assert_eq!(out.canonical, json!(3.0));
+    assert!(p2.is_linked());
+
+    // A corrupt artifact is discarded and recompiled on first use, never trusted.
+    // (Replaced through a new inode, like the cache itself does.)
+    let art = cached(".cwasm").remove(0);
+    std::fs::remove_file(&art).ok();
+    std::fs::write(&art, b"junk").ok();
+    let p3 = load().await.unwrap_or_else(|e| panic!("{e}"));
+    let out = run(&p3, "add", json!({"x": 2, "y": 2}))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(p1.tools().len(), p2.tools().len());
-    // A corrupt artifact is discarded and recompiled, never trusted. (Replaced through a
-    // new inode, like the cache itself does: p1 and p2 still map the old file.)
-    std::fs::remove_file(&files[0]).ok();
-    std::fs::write(&files[0], b"junk").ok();
-    let p3 = Plugin::load(&engine, &path)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(p3.tools().len(), 4);
+    assert_eq!(out.canonical, json!(4.0));
+    assert_ne!(std::fs::read(&art).unwrap_or_default(), b"junk");
+
+    // The file is overwritten in place by another plugin: its identity changed, so it
+    // is hashed again and the new tools are listed (not the cached ones).
+    std::fs::copy(support::wasm("files"), &path).unwrap_or_else(|e| panic!("{e}"));
+    let p4 = load().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(p4.is_linked());
+    assert!(p4.tools().iter().any(|t| t.spec().name == "read_file"));
+
+    // Listed from the cache, then the artifacts vanish and the file changes before the
+    // first call: the call fails with a clear error instead of running other code.
+    let p5 = load().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!p5.is_linked());
+    for f in cached(".cwasm") {
+        std::fs::remove_file(f).ok();
+    }
+    std::fs::copy(support::wasm("calc"), &path).unwrap_or_else(|e| panic!("{e}"));
+    let err = run(&p5, "list_dir", json!({"path": "/"})).await.err();
+    let err = err.map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("changed since it was loaded"), "{err}");
 }
 
 /// A component that uses a component-model `async` builtin (`context.get`) cannot compile
