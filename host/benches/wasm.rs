@@ -6,8 +6,9 @@
 //!   same add as a native tool through the same registry pipeline.
 //! - `cpu/*`: a CPU-heavy guest (`burn`, 1e6 rounds) on engines with no interruption,
 //!   epoch only, fuel only, and both.
-//! - `load/*`: loading the example plugins folder (calc, files, fetch) cold (compiling)
-//!   and from the compile cache.
+//! - `load/*`: loading the example plugins folder (calc, files, fetch) cold (compiling),
+//!   from the compile cache (listed from the cached `describe()`, linked on first use),
+//!   and from the cache including linking every plugin.
 //!
 //! Run: `cargo bench -p toolhost --bench wasm` (the guests are built first by cargo).
 
@@ -184,6 +185,18 @@ fn benches(c: &mut Criterion) {
             let reg = ToolRegistry::new();
             let (p, e) = rt.block_on(loader::load_into(&warm, &reg, examples.path()));
             assert!(e.is_empty() && p.len() == 3);
+        })
+    });
+    // From the cache and linked, as after the host's background warm-up: what a first
+    // call of every plugin needs.
+    g.bench_function("cached_linked", |b| {
+        b.iter(|| {
+            let reg = ToolRegistry::new();
+            let (p, e) = rt.block_on(loader::load_into(&warm, &reg, examples.path()));
+            assert!(e.is_empty() && p.len() == 3);
+            for plugin in &p {
+                assert!(plugin.warm().is_ok());
+            }
         })
     });
     g.finish();
