@@ -4,8 +4,9 @@
 //!   engine; with concurrency support on; with `keep_resident = 0`, i.e. wasmtime's
 //!   default madvise reset), the direct `WasmTool::run` without the registry, and the
 //!   same add as a native tool through the same registry pipeline.
-//! - `cpu/*`: a CPU-heavy guest (`burn`, 1e6 rounds) on engines with no interruption,
-//!   epoch only, fuel only, and both.
+//! - `cpu/*`: CPU-heavy guests (`burn`: 1e6 rounds of a multiply chain; `sieve`: primes
+//!   below 2e6, branchy and memory-bound) on engines with no interruption, epoch only, fuel
+//!   only, and both.
 //! - `load/*`: loading the example plugins folder (calc, files, fetch) cold (compiling),
 //!   from the compile cache (listed from the cached `describe()`, linked on first use),
 //!   and from the cache including linking every plugin.
@@ -156,13 +157,16 @@ fn benches(c: &mut Criterion) {
         let p = rt
             .block_on(Plugin::load(&eng, &hostile.path().join("hostile.wasm")))
             .unwrap_or_else(|e| panic!("{e}"));
-        let tool = p.tools().iter().find(|t| t.name() == "burn").cloned();
-        let tool = tool.unwrap_or_else(|| panic!("no burn"));
-        let ctx = ToolContext::default();
-        let args = json!({"depth": 1_000_000});
-        g.bench_function(label, |b| {
-            b.iter(|| assert!(rt.block_on(tool.run(&args, &ctx)).is_ok()))
-        });
+        // `burn`: a multiply chain (latency-bound); `sieve`: branchy, memory-bound loops.
+        for (tool, depth) in [("burn", 1_000_000), ("sieve", 2_000_000)] {
+            let t = p.tools().iter().find(|t| t.name() == tool).cloned();
+            let t = t.unwrap_or_else(|| panic!("no {tool}"));
+            let ctx = ToolContext::default();
+            let args = json!({"depth": depth});
+            g.bench_function(format!("{tool}_{label}"), |b| {
+                b.iter(|| assert!(rt.block_on(t.run(&args, &ctx)).is_ok()))
+            });
+        }
     }
     g.finish();
 

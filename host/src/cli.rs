@@ -55,6 +55,15 @@ enum Command {
 }
 
 impl Cli {
+    /// How many tokio worker threads the command wants: `Some(1)` means a current-thread
+    /// runtime; `None` the default (one per CPU).
+    pub fn worker_threads(&self) -> Option<usize> {
+        match &self.command {
+            Command::Serve(a) => a.worker_threads(),
+            _ => None,
+        }
+    }
+
     /// Runs the chosen command.
     pub async fn run(self) -> anyhow::Result<ExitCode> {
         match self.command {

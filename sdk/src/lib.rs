@@ -133,7 +133,15 @@ fn parse<A: serde::de::DeserializeOwned>(args: &str) -> Result<A, ToolError> {
 }
 
 fn schema<A: JsonSchema>() -> Value {
-    serde_json::to_value(schemars::schema_for!(A)).unwrap_or_else(|_| json!({"type": "object"}))
+    let mut v = serde_json::to_value(schemars::schema_for!(A))
+        .unwrap_or_else(|_| json!({"type": "object"}));
+    // `$schema` and `title` (the Rust type name) mean nothing to the model and cost
+    // tokens in every request that lists the tools.
+    if let Value::Object(m) = &mut v {
+        m.remove("$schema");
+        m.remove("title");
+    }
+    v
 }
 
 impl Tool {

@@ -25,6 +25,10 @@ async fn calc_add_through_the_registry() {
     assert!(support::err_text(&inv).contains("invalid arguments"));
     let entry = reg.entry("add").unwrap_or_else(|| panic!("no add"));
     assert!(matches!(entry.source(), ToolSource::Wasm { path } if path.ends_with("calc.wasm")));
+    // The SDK's schemas carry what the model needs and nothing else.
+    let params = entry.parameters();
+    assert_eq!(params["required"], json!(["x", "y"]));
+    assert!(params.get("$schema").is_none() && params.get("title").is_none());
     // Calls share no state and each gets a fresh sandbox: many in parallel all succeed.
     let calls = (0..16).map(|i| call(&reg, "add", json!({"x": i, "y": 1})));
     for (i, inv) in futures_join(calls).await.into_iter().enumerate() {
