@@ -5,10 +5,12 @@
 //! - `cargo xtask test`: everything a fresh machine needs (targets, plugins, npm/PyPI peers),
 //!   then fmt, clippy and every test.
 //! - `cargo xtask demo`: builds everything and shows toolhost at work on its examples.
+//! - `cargo xtask bench-docs`: rebuilds `docs/benchmarks.md` from the per-area files.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod bench_docs;
 mod demo;
 mod langs;
 mod peers_llm;
@@ -27,6 +29,7 @@ fn main() -> ExitCode {
         "lint" => lint(),
         "demo" => demo::run(),
         "peers" => setup_peers(),
+        "bench-docs" => bench_docs::run(),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
                  (extra arguments go to `cargo test`)\n  \
                  lint      cargo fmt --check and cargo clippy -D warnings\n  \
                  peers     install the MCP and LLM test peers (npm, PyPI)\n  \
+                 bench-docs  rebuild docs/benchmarks.md from docs/benchmarks/*.md\n  \
                  demo      build everything and run toolhost on its example plugins"
             );
             Err(String::new())
