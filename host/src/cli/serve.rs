@@ -33,7 +33,7 @@ pub struct ServeArgs {
     /// One thread serves a single stdio client with the lowest and steadiest latency: on
     /// a 2-CPU machine a second worker competes with the client process for the CPUs and
     /// every hand-over between workers costs a wake-up (measured: p99 of a small
-    /// `tools/call` 150–190 µs with one worker, 160–650 µs with two). Calls sent
+    /// `tools/call` 105–160 µs with one worker, 145–650 µs with two). Calls sent
     /// concurrently still run concurrently (tools are async and WASM tools yield every
     /// epoch tick), but CPU-bound tools then share one CPU; raise this to run them in
     /// parallel.
