@@ -112,7 +112,7 @@ impl NetAllow {
     }
 
     /// Whether a raw socket to `addr` is allowed: a rule with that literal IP and port, or
-    /// a rule whose (non-wildcard) host resolves to that IP.
+    /// a rule whose (non-wildcard) host resolves to that IP when the IP is public.
     pub async fn allows_addr(&self, addr: SocketAddr) -> bool {
         for r in &self.rules {
             if r.port != addr.port() {
@@ -124,7 +124,9 @@ impl NetAllow {
                 }
                 continue;
             }
-            if r.host.starts_with("*.") {
+            // A name never leads to an internal address (see `is_internal`): those need
+            // an IP-literal rule, as for wasi:http.
+            if r.host.starts_with("*.") || is_internal(addr.ip()) {
                 continue;
             }
             if let Ok(mut addrs) = tokio::net::lookup_host((r.host.as_str(), r.port)).await
@@ -166,5 +168,76 @@ mod tests {
         assert!(NetRule::parse("https://x.com/path").is_err());
         assert!(NetRule::parse("https://a.*.com").is_err());
         assert!(NetRule::parse("gopher://x").is_err());
+    }
+}
+
+/// Whether `ip` belongs to the host's own or a private network rather than the public
+/// internet: unspecified, loopback, private (RFC 1918), shared (100.64/10), link-local,
+/// benchmarking (198.18/15), reserved (240/4), broadcast, multicast; for IPv6 also unique
+/// local (fc00::/7), link-local (fe80::/10), and IPv4-mapped/compatible forms of these.
+pub fn is_internal(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_unspecified()
+                || v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || o[0] == 0
+                || (o[0] == 100 && (o[1] & 0xc0) == 64)
+                || (o[0] == 198 && (o[1] & 0xfe) == 18)
+                || o[0] >= 240
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4() {
+                // ::ffff:a.b.c.d and the deprecated ::a.b.c.d
+                return v6.is_loopback() || is_internal(IpAddr::V4(v4));
+            }
+            let s = v6.segments();
+            v6.is_unspecified()
+                || v6.is_loopback()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+#[cfg(test)]
+mod internal_tests {
+    use super::is_internal;
+
+    #[test]
+    fn internal_and_public_addresses() {
+        for a in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+        ] {
+            assert!(is_internal(a.parse().unwrap()), "{a} should be internal");
+        }
+        for a in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
+            assert!(!is_internal(a.parse().unwrap()), "{a} should be public");
+        }
     }
 }

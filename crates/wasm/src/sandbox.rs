@@ -209,8 +209,58 @@ impl WasiHttpHooks for HttpGate {
             push(&self.denials, msg);
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
+        // The allowlist matched the URL's host *name*. A name must not be a way into the
+        // host's own network (DNS rebinding, wildcard entries such as `*.nip.io`): it is
+        // resolved here, every address must be public, and plain-http requests are sent to
+        // the vetted address (the Host header keeps the name). Loopback, private and
+        // link-local addresses are reachable only through an IP-literal entry.
+        let denials = self.denials.clone();
+        let policy_file = self.policy_file.clone();
         Box::new(async move {
             use http_body_util::BodyExt;
+            let mut request = request;
+            if host
+                .trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_err()
+            {
+                let addrs: Vec<SocketAddr> =
+                    match tokio::net::lookup_host((host.as_str(), port)).await {
+                        Ok(a) => a.collect(),
+                        Err(e) => {
+                            return Err(wasmtime_wasi_http::Error::DnsError {
+                                rcode: Some(e.to_string()),
+                                info_code: None,
+                            });
+                        }
+                    };
+                if let Some(bad) = addrs.iter().find(|a| crate::net::is_internal(a.ip())) {
+                    let ip = bad.ip();
+                    let literal = if ip.is_ipv6() {
+                        format!("[{ip}]")
+                    } else {
+                        ip.to_string()
+                    };
+                    push(
+                        &denials,
+                        format!(
+                            "network access to {scheme}://{host}:{port} denied: the name resolves to the internal address {ip}, and names may only reach public addresses; to allow it add \"{scheme}://{literal}:{port}\" to `network` in {policy_file} and use that URL"
+                        ),
+                    );
+                    return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
+                }
+                let Some(first) = addrs.first() else {
+                    return Err(wasmtime_wasi_http::Error::DestinationNotFound);
+                };
+                if scheme == "http" {
+                    // Connect to the address just checked, not to whatever a second lookup
+                    // would return. (For https, TLS verification of the name protects.)
+                    match pin_authority(request.uri(), first.ip(), port) {
+                        Some(uri) => *request.uri_mut() = uri,
+                        None => return Err(wasmtime_wasi_http::Error::HttpRequestUriInvalid),
+                    }
+                }
+            }
             let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
             Ok((
                 res.map(BodyExt::boxed_unsync),
@@ -218,6 +268,17 @@ impl WasiHttpHooks for HttpGate {
             ))
         })
     }
+}
+
+/// `uri` with its authority replaced by `ip:port` (scheme, path and query kept).
+fn pin_authority(uri: &http::Uri, ip: std::net::IpAddr, port: u16) -> Option<http::Uri> {
+    let authority = match ip {
+        std::net::IpAddr::V4(ip) => format!("{ip}:{port}"),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]:{port}"),
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.authority = Some(authority.parse().ok()?);
+    http::Uri::from_parts(parts).ok()
 }
 
 /// The data of one call's `Store`.
@@ -366,5 +427,24 @@ impl HostState {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pin_authority;
+
+    #[test]
+    fn pinning_keeps_scheme_path_and_query() {
+        let uri: http::Uri = "http://example.com/a/b?c=d".parse().unwrap();
+        let ip = "93.184.216.34".parse().unwrap();
+        let pinned = pin_authority(&uri, ip, 80).unwrap();
+        assert_eq!(pinned.to_string(), "http://93.184.216.34:80/a/b?c=d");
+        let ip6 = "2606:2800:220:1::1".parse().unwrap();
+        let pinned = pin_authority(&uri, ip6, 8080).unwrap();
+        assert_eq!(
+            pinned.to_string(),
+            "http://[2606:2800:220:1::1]:8080/a/b?c=d"
+        );
     }
 }

@@ -191,3 +191,37 @@ async fn a_guest_blocked_in_host_io_is_stopped_at_the_deadline() {
         start.elapsed()
     );
 }
+
+/// A host *name* on the allowlist must not lead into the host's own network: `localhost`
+/// resolves to 127.0.0.1, so it is refused (no connection is made) with the IP-literal
+/// entry that would allow it; the same server through that entry works.
+#[tokio::test]
+async fn an_allowlisted_name_resolving_to_an_internal_address_is_refused() {
+    let a = server("from A").await;
+    let policy = format!("network = [\"http://localhost:{a}\"]\n");
+    let (reg, _d) = with_policy("fetch", &policy).await;
+    let inv = call(
+        &reg,
+        "http_get",
+        json!({"url": format!("http://localhost:{a}/")}),
+    )
+    .await;
+    let e = err_text(&inv);
+    assert!(!e.contains("from A"), "{e}");
+    assert!(e.contains("internal address"), "{e}");
+    assert!(
+        e.contains(&format!("add \"http://127.0.0.1:{a}\" to `network`")),
+        "{e}"
+    );
+
+    let policy = format!("network = [\"http://127.0.0.1:{a}\"]\n");
+    let (reg, _d) = with_policy("fetch", &policy).await;
+    let ok = call(
+        &reg,
+        "http_get",
+        json!({"url": format!("http://127.0.0.1:{a}/")}),
+    )
+    .await;
+    let out = ok.output.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.canonical["body"], json!("from A"));
+}
