@@ -7,6 +7,14 @@ use tokio::net::TcpListener;
 
 use crate::support::{call, err_text, still_works, with_policy};
 
+/// `http_get` of `url` through the registry.
+async fn get(
+    reg: &toolhost_core::tools::ToolRegistry,
+    url: String,
+) -> toolhost_core::tools::ToolInvocation {
+    call(reg, "http_get", json!({ "url": url })).await
+}
+
 /// A tiny HTTP server answering every request with `body`. Returns its port.
 async fn server(body: &'static str) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0")
@@ -42,24 +50,14 @@ async fn http_allowlist_is_enforced_on_host_and_port() {
     let policy = format!("network = [\"http://127.0.0.1:{a}\"]\n");
     let (reg, _d) = with_policy("fetch", &policy).await;
 
-    let ok = call(
-        &reg,
-        "http_get",
-        json!({"url": format!("http://127.0.0.1:{a}/")}),
-    )
-    .await;
+    let ok = get(&reg, format!("http://127.0.0.1:{a}/")).await;
     let out = ok
         .output
         .unwrap_or_else(|e| panic!("allowed request failed: {e}"));
     assert_eq!(out.canonical["body"], json!("from A"));
 
     // Same host, other port: denied, with the policy line that would allow it.
-    let inv = call(
-        &reg,
-        "http_get",
-        json!({"url": format!("http://127.0.0.1:{b}/")}),
-    )
-    .await;
+    let inv = get(&reg, format!("http://127.0.0.1:{b}/")).await;
     let e = err_text(&inv);
     assert!(e.contains("denied") && !e.contains("from B"), "{e}");
     assert!(
@@ -68,29 +66,14 @@ async fn http_allowlist_is_enforced_on_host_and_port() {
     );
 
     // Other host name for the same server: denied (the check is on the URL's host).
-    let inv = call(
-        &reg,
-        "http_get",
-        json!({"url": format!("http://localhost:{a}/")}),
-    )
-    .await;
+    let inv = get(&reg, format!("http://localhost:{a}/")).await;
     assert!(err_text(&inv).contains("denied"));
 
     // Other scheme: denied.
-    let inv = call(
-        &reg,
-        "http_get",
-        json!({"url": format!("https://127.0.0.1:{a}/")}),
-    )
-    .await;
+    let inv = get(&reg, format!("https://127.0.0.1:{a}/")).await;
     assert!(err_text(&inv).contains("denied"));
 
-    let ok = call(
-        &reg,
-        "http_get",
-        json!({"url": format!("http://127.0.0.1:{a}/")}),
-    )
-    .await;
+    let ok = get(&reg, format!("http://127.0.0.1:{a}/")).await;
     assert!(ok.is_ok(), "{}", ok.model_text());
 }
 
@@ -174,12 +157,7 @@ async fn a_guest_blocked_in_host_io_is_stopped_at_the_deadline() {
     let policy = format!("network = [\"http://127.0.0.1:{port}\"]\ntimeout_ms = 300\n");
     let (reg, _d) = with_policy("fetch", &policy).await;
     let start = std::time::Instant::now();
-    let inv = call(
-        &reg,
-        "http_get",
-        json!({"url": format!("http://127.0.0.1:{port}/")}),
-    )
-    .await;
+    let inv = get(&reg, format!("http://127.0.0.1:{port}/")).await;
     assert!(
         err_text(&inv).contains("timed out after 300 ms"),
         "{}",
@@ -200,12 +178,7 @@ async fn an_allowlisted_name_resolving_to_an_internal_address_is_refused() {
     let a = server("from A").await;
     let policy = format!("network = [\"http://localhost:{a}\"]\n");
     let (reg, _d) = with_policy("fetch", &policy).await;
-    let inv = call(
-        &reg,
-        "http_get",
-        json!({"url": format!("http://localhost:{a}/")}),
-    )
-    .await;
+    let inv = get(&reg, format!("http://localhost:{a}/")).await;
     let e = err_text(&inv);
     assert!(!e.contains("from A"), "{e}");
     assert!(e.contains("internal address"), "{e}");
@@ -216,12 +189,7 @@ async fn an_allowlisted_name_resolving_to_an_internal_address_is_refused() {
 
     let policy = format!("network = [\"http://127.0.0.1:{a}\"]\n");
     let (reg, _d) = with_policy("fetch", &policy).await;
-    let ok = call(
-        &reg,
-        "http_get",
-        json!({"url": format!("http://127.0.0.1:{a}/")}),
-    )
-    .await;
+    let ok = get(&reg, format!("http://127.0.0.1:{a}/")).await;
     let out = ok.output.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.canonical["body"], json!("from A"));
 }
