@@ -17,7 +17,7 @@ use wasmtime::component::Component;
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::bindings::{self, ToolPre};
-use crate::engine::WasmEngine;
+use crate::engine::{Opened, WasmEngine};
 use crate::error::PluginError;
 use crate::limits::{StopReason, TrapFacts, map_trap};
 use crate::policy::Policy;
@@ -175,34 +175,32 @@ impl Plugin {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| name.clone());
         let max = engine.options().max_plugin_bytes;
-        let from_cache = engine.cached_digest(path, max).and_then(|digest| {
-            let specs = engine.cached_describe::<Vec<ToolSpec>>(&digest)?;
-            Some((digest, specs))
-        });
-        let (inner, specs) = match from_cache {
-            Some((digest, specs)) => {
-                let inner = Arc::new(PluginInner {
-                    path: path.to_path_buf(),
-                    name: Arc::from(stem),
-                    policy,
-                    engine: engine.clone(),
-                    digest,
-                    linked: OnceLock::new(),
-                });
-                (inner, specs)
+        let opened = engine.open_plugin(path, max, |digest| {
+            engine.cached_describe::<Vec<ToolSpec>>(digest)
+        })?;
+        // Called once, in whichever arm runs.
+        let new_inner = move |engine: &WasmEngine, digest: String, linked| {
+            Arc::new(PluginInner {
+                path: path.to_path_buf(),
+                name: Arc::from(stem),
+                policy,
+                engine: engine.clone(),
+                digest,
+                linked,
+            })
+        };
+        let (inner, specs) = match opened {
+            Opened::Listed { digest, cached } => {
+                (new_inner(engine, digest, OnceLock::new()), cached)
             }
-            None => {
+            Opened::Compiled {
+                engine,
+                component,
+                digest,
+            } => {
                 // The engine may be the concurrency-enabled sibling (see `compile_any`).
-                let (engine, component, digest) = engine.load_file(path, max)?;
                 let linked = link(&engine, &component, &name)?;
-                let inner = Arc::new(PluginInner {
-                    path: path.to_path_buf(),
-                    name: Arc::from(stem),
-                    policy,
-                    engine: engine.clone(),
-                    digest: digest.clone(),
-                    linked: OnceLock::from(Ok(linked)),
-                });
+                let inner = new_inner(&engine, digest.clone(), OnceLock::from(Ok(linked)));
                 // describe() is a pure function of the component (it runs with no
                 // grants), so its result is cached by the component's digest.
                 let specs = describe(&inner)

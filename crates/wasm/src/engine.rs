@@ -217,6 +217,26 @@ impl WasmEngine {
         path: &Path,
         max_bytes: u64,
     ) -> Result<(WasmEngine, Component, String), PluginError> {
+        match self.open_plugin(path, max_bytes, |_| None::<std::convert::Infallible>)? {
+            Opened::Compiled {
+                engine,
+                component,
+                digest,
+            } => Ok((engine, component, digest)),
+            Opened::Listed { cached, .. } => match cached {},
+        }
+    }
+
+    /// [`Self::load_file`], with one more way out: when the file-identity index knows
+    /// the file's digest, this engine's artifact for it is cached and `from_cache(digest)`
+    /// returns `Some` (e.g. a cached `describe()` result), the file is neither read nor
+    /// the artifact mapped: `Opened::Listed`. One stat, one index read, whichever way.
+    pub(crate) fn open_plugin<T>(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+        from_cache: impl FnOnce(&str) -> Option<T>,
+    ) -> Result<Opened<T>, PluginError> {
         let name = path.display().to_string();
         let io = |source| PluginError::Io {
             path: name.clone(),
@@ -232,11 +252,19 @@ impl WasmEngine {
             });
         }
         let index = self.index_entry(path, &meta);
-        if let Some((entry, stamp)) = &index
-            && let Some(digest) = read_index(entry, stamp)
-            && let Some(c) = self.cached_artifact(&digest)
-        {
-            return Ok((self.clone(), c, digest));
+        if let Some(digest) = index.as_ref().and_then(|(e, st)| read_index(e, st)) {
+            if self.artifact_path(&digest).is_some_and(|a| a.is_file())
+                && let Some(cached) = from_cache(&digest)
+            {
+                return Ok(Opened::Listed { digest, cached });
+            }
+            if let Some(component) = self.cached_artifact(&digest) {
+                return Ok(Opened::Compiled {
+                    engine: self.clone(),
+                    component,
+                    digest,
+                });
+            }
         }
         let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
         // Read through the handle that was measured, so the size cap holds even if the
@@ -258,19 +286,11 @@ impl WasmEngine {
         if let Some((entry, stamp)) = &index {
             write_atomically(entry, format!("{stamp} {digest}\n").as_bytes());
         }
-        Ok((engine, component, digest))
-    }
-
-    /// The digest of the file in `path` when the cache's file-identity index knows it and
-    /// this engine's artifact for it is cached; `None` otherwise (or over `max_bytes`).
-    pub(crate) fn cached_digest(&self, path: &Path, max_bytes: u64) -> Option<String> {
-        let meta = std::fs::metadata(path).ok()?;
-        if meta.len() > max_bytes {
-            return None;
-        }
-        let (entry, stamp) = self.index_entry(path, &meta)?;
-        let digest = read_index(&entry, &stamp)?;
-        self.artifact_path(&digest)?.is_file().then_some(digest)
+        Ok(Opened::Compiled {
+            engine,
+            component,
+            digest,
+        })
     }
 
     /// Compiles a component on this engine or, when that fails and this engine has
@@ -415,6 +435,26 @@ impl WasmEngine {
             env!("CARGO_PKG_VERSION")
         )))
     }
+}
+
+/// What [`WasmEngine::open_plugin`] found.
+pub(crate) enum Opened<T> {
+    /// Known to the cache and accepted by `from_cache`: nothing read or mapped.
+    Listed {
+        /// sha256 of the file (hex).
+        digest: String,
+        /// What `from_cache` returned.
+        cached: T,
+    },
+    /// Compiled, or deserialized from the cache.
+    Compiled {
+        /// The engine the component belongs to (this one or its concurrent sibling).
+        engine: WasmEngine,
+        /// The component.
+        component: Component,
+        /// sha256 of the file (hex).
+        digest: String,
+    },
 }
 
 /// A file's identity: device, inode, size, mtime and ctime in ns. `None` off unix.
