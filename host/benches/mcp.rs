@@ -248,26 +248,28 @@ fn toolhost_cmd(plugins: &Path) -> Command {
     cmd
 }
 
-fn timing_part() {
-    println!("\n== raw JSON-RPC timing client (1500 sequential tools/call after 300 warm-up) ==");
-    match time_pipe_floor() {
+/// Prints one timing line (or why it failed).
+fn report(label: &str, stats: std::io::Result<Stats>) {
+    match stats {
         Ok(s) => println!(
-            "pipe floor (cat echo):        median {:>8.1?}  p99 {:>8.1?}  n={}",
+            "{label}: median {:>8.1?}  p99 {:>8.1?}  n={}",
             s.median, s.p99, s.n
         ),
-        Err(e) => println!("pipe floor: failed: {e}"),
+        Err(e) => println!("{label}: failed: {e}"),
     }
+}
+
+fn timing_part() {
+    println!("\n== raw JSON-RPC timing client (1500 sequential tools/call after 300 warm-up) ==");
+    report("pipe floor (cat echo)", time_pipe_floor());
     if let Some(dir) = plugins() {
-        match Raw::spawn(&mut toolhost_cmd(&dir)).and_then(|mut raw| {
-            raw.handshake()?;
-            time_calls(&mut raw, "add", json!({"x": 2, "y": 3}))
-        }) {
-            Ok(s) => println!(
-                "toolhost serve --stdio (wasm add): median {:>8.1?}  p99 {:>8.1?}  n={}",
-                s.median, s.p99, s.n
-            ),
-            Err(e) => println!("toolhost serve --stdio: failed: {e}"),
-        }
+        report(
+            "toolhost serve --stdio (wasm add)",
+            Raw::spawn(&mut toolhost_cmd(&dir)).and_then(|mut raw| {
+                raw.handshake()?;
+                time_calls(&mut raw, "add", json!({"x": 2, "y": 3}))
+            }),
+        );
         let mut ready = Vec::new();
         for _ in 0..20 {
             let t = Instant::now();
@@ -300,16 +302,13 @@ fn timing_part() {
         println!("toolhost serve: skipped (run `cargo xtask plugins`)");
     }
     if let Some(script) = everything() {
-        match Raw::spawn(Command::new("node").arg(&script).arg("stdio")).and_then(|mut raw| {
-            raw.handshake()?;
-            time_calls(&mut raw, "get-sum", json!({"a": 2, "b": 3}))
-        }) {
-            Ok(s) => println!(
-                "server-everything (get-sum):   median {:>8.1?}  p99 {:>8.1?}  n={}",
-                s.median, s.p99, s.n
-            ),
-            Err(e) => println!("server-everything: failed: {e}"),
-        }
+        report(
+            "server-everything (get-sum)",
+            Raw::spawn(Command::new("node").arg(&script).arg("stdio")).and_then(|mut raw| {
+                raw.handshake()?;
+                time_calls(&mut raw, "get-sum", json!({"a": 2, "b": 3}))
+            }),
+        );
     }
 }
 
