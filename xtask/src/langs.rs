@@ -313,7 +313,8 @@ impl Toolchains {
             apt_install(&["clang", "lld", "wasi-libc", "libclang-rt-14-dev-wasm32"])?;
         }
         let wit_bindgen = self.cargo_install(WIT_BINDGEN, "wit-bindgen", &["--features", "c"])?;
-        let wasm_tools = self.link_bin(&self.pip_tool(WASM_TOOLS, "wasm-tools", "wasm-tools")?)?;
+        let wasm_tools =
+            self.link_bin(&self.pip_tool(WASM_TOOLS, "wasm-tools", "wasm-tools")?)?;
         Ok(CToolchain {
             clang: PathBuf::from("clang"),
             wit_bindgen,
