@@ -1,15 +1,17 @@
 //! The tool system: the one API every tool source plugs into.
 //!
-//! Laid out as seed 000 lays it out: [`base`] (BaseTool, ToolContext, ToolOutput),
-//! [`error`] (ToolError), [`permission`] (Permission, PermissionConfig, PermissionChecker,
-//! risk levels and approvals), [`registry`] (ToolRegistry and the invocation pipeline),
-//! plus [`typed`] (typed `Tool` and closure `DynamicTool`), [`render`] (truncation) and
-//! [`events`] (pipeline events and the audit sink).
+//! The modules: [`base`] (BaseTool, ToolContext, ToolOutput), [`error`] (ToolError),
+//! [`permission`] (Permission, PermissionConfig, PermissionChecker, risk levels and
+//! approvals), [`registry`] (ToolRegistry and the invocation pipeline), [`definition`]
+//! (the definition offered to a model), [`typed`] (typed `Tool` and closure
+//! `DynamicTool`), [`render`] (truncation) and [`events`] (pipeline events and the audit
+//! sink). `docs/design.md` describes the API contract these make up.
 //!
 //! `McpClient` lives in the `toolhost-mcp` crate and is re-exported from
-//! `toolhost::tools`, as seed 000 expects (`use toolhost::tools::McpClient`).
+//! `toolhost::tools` (`use toolhost::tools::McpClient`), part of the public API contract.
 
 pub mod base;
+pub mod definition;
 pub mod error;
 pub mod events;
 pub mod permission;
@@ -18,15 +20,16 @@ pub mod render;
 pub mod typed;
 
 pub use base::{BaseTool, ProgressEvent, ToolContext, ToolMetadata, ToolOutput, ToolSource};
+pub use definition::{FunctionDefinition, ToolDefinition};
 pub use error::ToolError;
 pub use events::{JsonlAuditSink, ToolEvent, ToolEventListener, redact_secrets};
 pub use permission::{
-    ApprovalDecision, ApprovalRequest, Approver, Permission, PermissionChecker, PermissionConfig,
-    RiskLevel, StaticApprover,
+    ApprovalDecision, ApprovalRequest, Approver, Capability, Permission, PermissionChecker,
+    PermissionConfig, RiskLevel, ServedHints, StaticApprover,
 };
 pub use registry::{
-    FunctionDefinition, Registration, RegistrationGuard, ToolCall, ToolDefinition, ToolEntry,
-    ToolInvocation, ToolRegistry, ToolStats, is_valid_tool_name,
+    Registration, RegistrationGuard, ToolCall, ToolEntry, ToolInvocation, ToolRegistry, ToolStats,
+    is_valid_tool_name,
 };
 pub use render::{DEFAULT_MAX_TOOL_RESULT_BYTES, truncate_render};
 pub use typed::{DynamicTool, DynamicToolBuilder, Tool, TypedTool, schema_for};

@@ -1,0 +1,315 @@
+//! The invocation pipeline: `invoke*` runs one call through the five stages (see the
+//! [`registry`](super) docs and `docs/design.md`), and `invoke_calls` fans independent
+//! calls out over tasks.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use serde_json::Value;
+
+use super::call::{ToolCall, ToolInvocation};
+use super::entry::ToolEntry;
+use super::validate::validation_error;
+use super::{ToolRegistry, read};
+use crate::tools::base::{ToolContext, ToolOutput};
+use crate::tools::error::ToolError;
+use crate::tools::events::ToolEvent;
+use crate::tools::permission::RiskLevel;
+use crate::tools::render::truncate_render;
+
+impl ToolRegistry {
+    /// Invokes a tool by name with a default context and a generated call id.
+    pub async fn invoke(&self, name: &str, args: Value) -> ToolInvocation {
+        self.invoke_call(ToolCall::new(name, args), &ToolContext::default())
+            .await
+    }
+
+    /// Runs one call through the whole pipeline. `ctx` is the caller's context; the call
+    /// runs in `ctx.child(call_id)`.
+    pub async fn invoke_call(&self, call: ToolCall, ctx: &ToolContext) -> ToolInvocation {
+        let start = Instant::now();
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = call;
+        let call_id = if id.is_empty() {
+            format!(
+                "call_{}",
+                self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+            )
+        } else {
+            id
+        };
+        // Stage 1: lookup.
+        let entry = self.entry(&name);
+        let call_ctx = ctx.child(&call_id);
+        let (output, truncated) = match &entry {
+            None => (Err(ToolError::NotFound(name.clone())), false),
+            Some(entry) => {
+                self.run_pipeline(entry, &call_id, &arguments, &call_ctx)
+                    .await
+            }
+        };
+        let duration = start.elapsed();
+        if let Some(entry) = &entry {
+            entry.stats.record(output.is_ok(), duration);
+        }
+        self.emit(|| ToolEvent::Completed {
+            call_id: call_id.clone(),
+            tool: name.clone(),
+            ok: output.is_ok(),
+            error_kind: output.as_ref().err().map(|e| e.kind().to_string()),
+            error: output.as_ref().err().map(|e| e.to_string()),
+            duration,
+            truncated,
+        });
+        ToolInvocation {
+            call_id,
+            tool_name: name,
+            input: arguments,
+            output,
+            duration,
+            truncated,
+            extensions: call_ctx.take_results(),
+        }
+    }
+
+    async fn run_pipeline(
+        &self,
+        entry: &Arc<ToolEntry>,
+        call_id: &str,
+        arguments: &Value,
+        ctx: &ToolContext,
+    ) -> (Result<ToolOutput, ToolError>, bool) {
+        // Stage 2: validation. Models often send `null` or nothing for argument-less
+        // tools; treat that as `{}` and let the schema decide.
+        let empty = Value::Object(Default::default());
+        let args = if arguments.is_null() {
+            &empty
+        } else {
+            arguments
+        };
+        if let Some(why) = validation_error(entry, args) {
+            return (
+                Err(ToolError::InvalidArguments(entry.name.clone(), why)),
+                false,
+            );
+        }
+
+        // Stage 3: permission gate: the static checker, then approval of destructive calls.
+        let (checker, approver, default_timeout, max_bytes, semaphore) = {
+            let s = read(&self.inner.settings);
+            (
+                s.checker.clone(),
+                s.approver.clone(),
+                s.default_timeout,
+                s.max_result_bytes,
+                s.semaphore.clone(),
+            )
+        };
+        if let Some(checker) = &checker
+            && let Err(e) = checker.check(&entry.name, &entry.permissions)
+        {
+            self.emit(|| ToolEvent::PermissionDenied {
+                call_id: call_id.to_string(),
+                tool: entry.name.clone(),
+                reason: e.to_string(),
+            });
+            return (Err(e), false);
+        }
+        if entry.risk == RiskLevel::Destructive
+            && let Err(e) = self.approve(entry, call_id, args, approver).await
+        {
+            self.emit(|| ToolEvent::PermissionDenied {
+                call_id: call_id.to_string(),
+                tool: entry.name.clone(),
+                reason: e.to_string(),
+            });
+            return (Err(e), false);
+        }
+
+        // Stage 4: execution under the concurrency limit, timeout and cancellation.
+        // The call's budget: the tool's own timeout (else the registry default), cut to the
+        // caller's deadline. Waiting for a permit counts against the caller's deadline.
+        let own = entry.metadata.timeout.unwrap_or(default_timeout);
+        let deadline = ctx.deadline();
+        let far = tokio::time::Instant::now() + own;
+        let caller_deadline = deadline.unwrap_or(far).min(far);
+        let permit = tokio::select! {
+            p = semaphore.acquire_owned() => p,
+            _ = ctx.cancellation_token().cancelled() => {
+                return (Err(ToolError::Cancelled(entry.name.clone())), false);
+            }
+            _ = tokio::time::sleep_until(caller_deadline), if deadline.is_some() => {
+                let budget = caller_budget(deadline, own);
+                return (Err(ToolError::Timeout(entry.name.clone(), budget)), false);
+            }
+        };
+        let Ok(_permit) = permit else {
+            // The semaphore is never closed; treat it as an internal error all the same.
+            return (
+                Err(ToolError::Other("the concurrency limiter is closed".into())),
+                false,
+            );
+        };
+        if ctx.is_cancelled() {
+            return (Err(ToolError::Cancelled(entry.name.clone())), false);
+        }
+        self.emit(|| ToolEvent::Started {
+            call_id: call_id.to_string(),
+            tool: entry.name.clone(),
+            input: args.clone(),
+        });
+        let timeout = match deadline {
+            Some(d) => own.min(d.saturating_duration_since(tokio::time::Instant::now())),
+            None => own,
+        };
+        let exec = AssertUnwindSafe(entry.tool.execute(args.clone(), ctx)).catch_unwind();
+        let result = tokio::select! {
+            r = tokio::time::timeout(timeout, exec) => match r {
+                Ok(Ok(res)) => res,
+                Ok(Err(panic)) => {
+                    let msg = panic_message(&panic);
+                    tracing::error!(tool = %entry.name, panic = %msg, "tool panicked");
+                    Err(ToolError::ExecutionFailed(entry.name.clone(), format!("the tool crashed (panic: {msg})")))
+                }
+                Err(_) => {
+                    // Tell the tool to stop whatever it still runs in the background.
+                    ctx.cancellation_token().cancel();
+                    Err(ToolError::Timeout(entry.name.clone(), timeout))
+                }
+            },
+            _ = ctx.cancellation_token().cancelled() => Err(ToolError::Cancelled(entry.name.clone())),
+        };
+
+        // Stage 5: render. The caller's limit applies when it is tighter. Error messages
+        // are bounded too: they carry text from the tool (a guest's message, a server's).
+        let max_bytes = ctx
+            .max_result_bytes()
+            .map_or(max_bytes, |m| m.min(max_bytes));
+        match result {
+            Ok(mut out) => {
+                let (render, truncated) = truncate_render(&out.render, max_bytes);
+                out.render = render;
+                (Ok(out), truncated)
+            }
+            Err(e) => (Err(bound_error(e, max_bytes)), false),
+        }
+    }
+
+    /// Runs independent calls in parallel (one task each) with a default context. Results
+    /// come back in input order; each call has its own timeout.
+    pub async fn invoke_all(&self, calls: Vec<(String, Value)>) -> Vec<ToolInvocation> {
+        let calls = calls
+            .into_iter()
+            .map(|(name, args)| ToolCall::new(name, args))
+            .collect();
+        self.invoke_calls(calls, &ToolContext::default()).await
+    }
+
+    /// Runs independent calls in parallel, each on its own task, in `ctx`. Results come
+    /// back in input order. Dropping the returned future aborts the calls still running.
+    pub async fn invoke_calls(
+        &self,
+        calls: Vec<ToolCall>,
+        ctx: &ToolContext,
+    ) -> Vec<ToolInvocation> {
+        let mut calls = calls;
+        if calls.len() == 1
+            && let Some(c) = calls.pop()
+        {
+            return vec![self.invoke_call(c, ctx).await];
+        }
+        let n = calls.len();
+        let mut fallback: Vec<(String, String, Value)> = Vec::with_capacity(n);
+        let mut set = tokio::task::JoinSet::new();
+        for (i, mut call) in calls.into_iter().enumerate() {
+            if call.id.is_empty() {
+                call.id = format!(
+                    "call_{}",
+                    self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+                );
+            }
+            fallback.push((call.id.clone(), call.name.clone(), call.arguments.clone()));
+            let this = self.clone();
+            let ctx = ctx.clone();
+            set.spawn(async move { (i, this.invoke_call(call, &ctx).await) });
+        }
+        let mut slots: Vec<Option<ToolInvocation>> = (0..n).map(|_| None).collect();
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((i, inv)) => {
+                    if let Some(slot) = slots.get_mut(i) {
+                        *slot = Some(inv);
+                    }
+                }
+                // invoke_call catches tool panics; a join error means the task itself was
+                // aborted or panicked outside the tool. The slot is filled below.
+                Err(e) => tracing::error!(error = %e, "tool task failed"),
+            }
+        }
+        slots
+            .into_iter()
+            .zip(fallback)
+            .map(|(slot, (id, name, input))| {
+                slot.unwrap_or_else(|| ToolInvocation {
+                    call_id: id,
+                    tool_name: name.clone(),
+                    input,
+                    output: Err(ToolError::ExecutionFailed(
+                        name,
+                        "the call's task ended unexpectedly".into(),
+                    )),
+                    duration: Duration::ZERO,
+                    truncated: false,
+                    extensions: http::Extensions::new(),
+                })
+            })
+            .collect()
+    }
+}
+
+pub(super) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".into()
+    }
+}
+
+/// The budget a caller's deadline left a call, for the timeout message: the time from now
+/// to the deadline when it is the tighter bound, else the tool's own timeout.
+fn caller_budget(deadline: Option<tokio::time::Instant>, own: Duration) -> Duration {
+    deadline
+        .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
+        .map_or(own, |left| left.min(own))
+}
+
+/// `e` with its free-text message cut to `max` bytes (head and tail kept, on UTF-8
+/// boundaries). The variants and their other fields are unchanged.
+fn bound_error(e: ToolError, max: usize) -> ToolError {
+    let cut = |m: String| {
+        if m.len() <= max {
+            m
+        } else {
+            truncate_render(&m, max).0
+        }
+    };
+    match e {
+        ToolError::ExecutionFailed(n, m) => ToolError::ExecutionFailed(n, cut(m)),
+        ToolError::InvalidArguments(n, m) => ToolError::InvalidArguments(n, cut(m)),
+        ToolError::PermissionDenied(n, m) => ToolError::PermissionDenied(n, cut(m)),
+        ToolError::LimitExceeded(n, m) => ToolError::LimitExceeded(n, cut(m)),
+        ToolError::McpError(m) => ToolError::McpError(cut(m)),
+        ToolError::McpTimeout(m) => ToolError::McpTimeout(cut(m)),
+        ToolError::McpNotInitialized(m) => ToolError::McpNotInitialized(cut(m)),
+        ToolError::Other(m) => ToolError::Other(cut(m)),
+        other => other,
+    }
+}
