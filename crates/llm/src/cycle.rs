@@ -1,5 +1,5 @@
 //! [`LlmCycle`]: a conversation with a model that calls tools, gets their results and goes
-//! on, until it answers without tools (seed 000 §6).
+//! on, until it answers without tools (`docs/design.md`, "Where things are").
 //!
 //! One loop serves both modes (`submit_with_tools` and `submit_stream_with_tools`); each
 //! turn:
@@ -11,8 +11,9 @@
 //! 3. otherwise the assistant message is added, and every call is **checked**: an unknown
 //!    name or arguments that are not JSON go to the [`InvalidToolCallPolicy`];
 //! 4. the valid calls **run in parallel** through `ToolRegistry::invoke_calls`, with the
-//!    cycle's [`ToolContext`] (session id, trace id, cancellation) and a per-turn deadline of
-//!    `tool_timeout_secs`;
+//!    cycle's [`ToolContext`] (session id, trace id, cancellation) carrying a per-turn
+//!    deadline of `tool_timeout_secs` and the `max_tool_result_bytes` limit, both enforced by
+//!    the registry;
 //! 5. every call gets **exactly one tool message**, in the model's order, before anything
 //!    else happens: its result, its error, the policy's feedback, or why it did not run;
 //! 6. a fatal tool error (`!ToolError::is_recoverable()`: permission denied, MCP link down,
@@ -28,7 +29,7 @@
 use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::{Stream, StreamExt};
@@ -36,7 +37,6 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use toolhost_core::tools::{
     DEFAULT_MAX_TOOL_RESULT_BYTES, ToolCall, ToolContext, ToolDefinition, ToolError, ToolRegistry,
-    truncate_render,
 };
 
 use crate::error::LlmError;
@@ -59,10 +59,12 @@ pub struct CycleConfig {
     /// The most model requests one submit may make (`None`: no limit). Default `Some(10)`.
     pub max_turns: Option<usize>,
     /// The deadline of one turn's tool calls, in seconds (they run in parallel, so this is
-    /// each call's budget; the registry's own per-tool timeout also applies). Default 60.
+    /// each call's budget). It travels to the registry in the turn's `ToolContext`; the
+    /// registry stops a call at the earlier of this and the tool's own timeout. Default 60.
     pub tool_timeout_secs: u64,
     /// The most bytes of one tool result given to the model (head and tail kept, a marker
-    /// between). Default 20 000.
+    /// between), applied by the registry (the smaller of this and its own limit).
+    /// Default 20 000.
     pub max_tool_result_bytes: usize,
     /// A system prompt, put first in the history. Default none.
     pub system_prompt: Option<String>,
@@ -598,31 +600,23 @@ impl LlmCycle {
             .collect();
         let budget = Duration::from_secs(self.config.tool_timeout_secs);
         let mut invocations = Vec::new();
-        let mut deadline_hit = false;
         if !calls.is_empty() {
-            // One child context per turn: cancelling it (deadline) stops this turn's calls
-            // only; cancelling the cycle's context cancels it too.
-            let turn_ctx = self.context.child(&format!("turn-{turn}"));
-            let token = turn_ctx.cancellation_token().clone();
-            let fired = Arc::new(AtomicBool::new(false));
-            let timer = {
-                let fired = fired.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(budget).await;
-                    fired.store(true, Ordering::SeqCst);
-                    token.cancel();
-                })
-            };
+            // One child context per turn, carrying the turn's deadline and result limit: the
+            // registry enforces both (it owns timeouts and truncation), so a call past the
+            // deadline ends as `ToolError::Timeout` and a long result arrives cut.
+            // Cancelling the cycle's context cancels the turn too.
+            let turn_ctx = self
+                .context
+                .child(&format!("turn-{turn}"))
+                .with_deadline(tokio::time::Instant::now() + budget)
+                .with_max_result_bytes(self.config.max_tool_result_bytes);
             invocations = registry.invoke_calls(calls, &turn_ctx).await;
-            timer.abort();
-            deadline_hit = fired.load(Ordering::SeqCst) && !self.context.is_cancelled();
         }
         let mut by_id: std::collections::HashMap<String, toolhost_core::tools::ToolInvocation> =
             invocations
                 .into_iter()
                 .map(|inv| (inv.call_id.clone(), inv))
                 .collect();
-        let max = self.config.max_tool_result_bytes;
         plan.into_iter()
             .map(|p| match p.action {
                 Planned::Answer(text) => Outcome {
@@ -646,16 +640,10 @@ impl LlmCycle {
                             fatal: None,
                         };
                     };
-                    let output = match inv.output {
-                        Err(ToolError::Cancelled(name)) if deadline_hit => {
-                            Err(ToolError::Timeout(name, budget))
-                        }
-                        other => other,
-                    };
-                    let (text, fatal) = match output {
-                        Ok(out) => (Ok(truncate_render(&out.render, max).0), None),
+                    let (text, fatal) = match inv.output {
+                        Ok(out) => (Ok(out.render), None),
                         Err(e) => {
-                            let text = truncate_render(&format!("Error: {e}"), max).0;
+                            let text = format!("Error: {e}");
                             let fatal = (!e.is_recoverable()).then_some(e);
                             (Err(text), fatal)
                         }

@@ -128,7 +128,8 @@ mod opt_duration_ms {
 }
 
 /// A tool's result: a canonical JSON value for programs (UI, audit, `structuredContent`)
-/// and render text for the model (seed 002's two layers).
+/// and render text for the model: two layers, so the model's view can be cut without
+/// losing the data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
     /// The structured result.
@@ -179,7 +180,7 @@ pub struct ProgressEvent {
     pub message: Option<String>,
 }
 
-/// The context of one tool call (seed 000's extension point, seed 003's typed container).
+/// The context of one tool call: the extension point every tool receives.
 ///
 /// - `session_id` / `trace_id` correlate calls across a conversation and a trace.
 /// - A cancellation token: the registry cancels it on timeout; callers cancel it to give up.
@@ -187,6 +188,9 @@ pub struct ProgressEvent {
 ///   **result** extensions the tool fills for the host (execution metadata). The model sees
 ///   neither.
 /// - An optional progress channel.
+/// - An optional **deadline** and **result limit** set by the caller (the LLM loop's
+///   per-turn budget, an MCP request's timeout): the registry, which owns timeouts and
+///   truncation, applies the tighter of its own and these (`docs/design.md`, "The pipeline").
 ///
 /// Cloning is cheap; clones share the cancellation token and the result map. The registry
 /// gives every call its own child context (see [`ToolContext::child`]).
@@ -199,6 +203,8 @@ pub struct ToolContext {
     inbound: Arc<Extensions>,
     result: Arc<Mutex<Extensions>>,
     progress: Option<mpsc::UnboundedSender<ProgressEvent>>,
+    deadline: Option<tokio::time::Instant>,
+    max_result_bytes: Option<usize>,
 }
 
 impl Default for ToolContext {
@@ -218,6 +224,8 @@ impl ToolContext {
             inbound: Arc::new(Extensions::new()),
             result: Arc::new(Mutex::new(Extensions::new())),
             progress: None,
+            deadline: None,
+            max_result_bytes: None,
         }
     }
 
@@ -239,9 +247,40 @@ impl ToolContext {
         self
     }
 
-    /// The context of one call derived from this one: same session, trace, inbound values
-    /// and progress channel; a child cancellation token (cancelled with the parent, and on
-    /// its own by a timeout); its own empty result map.
+    /// Builder: calls in this context must finish by `deadline` (an earlier deadline
+    /// already set stays). The registry stops a call at the earlier of this and its own
+    /// timeout, with [`ToolError::Timeout`].
+    pub fn with_deadline(mut self, deadline: tokio::time::Instant) -> Self {
+        self.deadline = Some(match self.deadline {
+            Some(d) => d.min(deadline),
+            None => deadline,
+        });
+        self
+    }
+
+    /// Builder: the text a call in this context gives the model is at most `bytes` long
+    /// (the registry applies the smaller of this and its own limit).
+    pub fn with_max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = Some(match self.max_result_bytes {
+            Some(b) => b.min(bytes),
+            None => bytes,
+        });
+        self
+    }
+
+    /// The caller's deadline, if any.
+    pub fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.deadline
+    }
+
+    /// The caller's result limit, if any.
+    pub fn max_result_bytes(&self) -> Option<usize> {
+        self.max_result_bytes
+    }
+
+    /// The context of one call derived from this one: same session, trace, inbound values,
+    /// progress channel, deadline and result limit; a child cancellation token (cancelled
+    /// with the parent, and on its own by a timeout); its own empty result map.
     pub fn child(&self, call_id: &str) -> Self {
         Self {
             session_id: self.session_id.clone(),
@@ -251,6 +290,8 @@ impl ToolContext {
             inbound: self.inbound.clone(),
             result: Arc::new(Mutex::new(Extensions::new())),
             progress: self.progress.clone(),
+            deadline: self.deadline,
+            max_result_bytes: self.max_result_bytes,
         }
     }
 
