@@ -36,7 +36,9 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolhost_core::tools::{Permission, ToolCall, ToolContext, ToolEntry, ToolRegistry};
+use toolhost_core::tools::{
+    Permission, ServedHints, ToolCall, ToolContext, ToolEntry, ToolRegistry,
+};
 
 use crate::error::McpServeError;
 
@@ -201,20 +203,11 @@ fn loopback_origins() -> Vec<String> {
 
 /// The MCP annotations derived from a tool's declared permissions.
 pub fn annotations_for(name: &str, permissions: &[Permission]) -> ToolAnnotations {
-    let writes = permissions.iter().any(|p| {
-        matches!(
-            p,
-            Permission::Write | Permission::Delete | Permission::Shell | Permission::FileSystem
-        ) || matches!(p, Permission::Custom(_))
-    });
-    let destructive = permissions
-        .iter()
-        .any(|p| matches!(p, Permission::Delete | Permission::Shell));
-    let network = permissions.iter().any(|p| matches!(p, Permission::Network));
+    let hints = ServedHints::of(permissions);
     ToolAnnotations::with_title(name)
-        .read_only(!writes)
-        .destructive(destructive)
-        .open_world(network)
+        .read_only(hints.read_only)
+        .destructive(hints.destructive)
+        .open_world(hints.open_world)
 }
 
 fn tool_of(entry: &ToolEntry) -> Tool {

@@ -1,10 +1,14 @@
 //! Permissions: what a tool declares, what the host allows, and who approves the risky ones.
 //!
-//! - [`Permission`]: the levels a tool declares (seed 000).
-//! - [`PermissionConfig`] + [`PermissionChecker`]: the static policy gate, with seed 000's
-//!   rules and default configuration, exactly.
-//! - [`RiskLevel`]: derived from the declared permissions (seed 002). `Delete` and `Shell`
-//!   are destructive, and destructive calls must be approved by an [`Approver`].
+//! - [`Permission`]: the levels a tool declares, and what each one **means**, decided here
+//!   and nowhere else: its [`RiskLevel`], the MCP annotations a tool with it is served with
+//!   ([`ServedHints`]), how an MCP server's annotations map back to permissions
+//!   ([`Permission::from_mcp_hints`]), and which sandbox [`Capability`] it unlocks. The
+//!   table is in `docs/design.md`, "Permissions".
+//! - [`PermissionConfig`] + [`PermissionChecker`]: the static policy gate (denied wins; a
+//!   non-empty allowed list is a whitelist; otherwise `allow_unspecified` decides).
+//! - [`RiskLevel`]: derived from the declared permissions. `Delete` and `Shell` are
+//!   destructive, and destructive calls must be approved by an [`Approver`].
 //!
 //! The checker runs before anything executes; a denial never runs the tool.
 
@@ -64,6 +68,92 @@ impl Permission {
             Permission::Custom(_) => RiskLevel::Write,
         }
     }
+
+    /// Whether a tool with this permission may change state (so it is not served as
+    /// read-only): everything but `Read` and `Network`.
+    pub fn changes_state(&self) -> bool {
+        !matches!(self, Permission::Read | Permission::Network)
+    }
+
+    /// Whether this permission unlocks a sandbox capability (the policy must offer it too).
+    pub fn unlocks(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::ReadDirs => matches!(
+                self,
+                Permission::Read | Permission::Write | Permission::FileSystem
+            ),
+            Capability::WriteDirs => matches!(self, Permission::Write),
+            Capability::DeleteEntries => matches!(self, Permission::Delete),
+            Capability::Network => matches!(self, Permission::Network),
+        }
+    }
+
+    /// The permissions an MCP server's annotations claim (untrusted hints: they set the
+    /// risk level, the operator's policy still decides). Only hints set to `true` count,
+    /// because the spec's defaults would make every unannotated tool destructive:
+    /// `readOnlyHint` → Read, else `destructiveHint` → Delete; `openWorldHint` → Network.
+    pub fn from_mcp_hints(
+        read_only: Option<bool>,
+        destructive: Option<bool>,
+        open_world: Option<bool>,
+    ) -> Vec<Permission> {
+        let mut out = Vec::new();
+        if read_only == Some(true) {
+            out.push(Permission::Read);
+        } else if destructive == Some(true) {
+            out.push(Permission::Delete);
+        }
+        if open_world == Some(true) {
+            out.push(Permission::Network);
+        }
+        out
+    }
+}
+
+/// A sandbox capability a permission can unlock (`docs/design.md`, "Permissions"). The
+/// WASM sandbox grants a capability only when a tool declared a permission that unlocks
+/// it **and** the policy offers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// The `read` folders, as read-only preopens.
+    ReadDirs,
+    /// The `write` folders, as read-write preopens.
+    WriteDirs,
+    /// Unlinking, removing and renaming entries inside the `write` folders.
+    DeleteEntries,
+    /// The `network` allowlist (and raw sockets when the policy turns them on).
+    Network,
+}
+
+impl Capability {
+    /// Whether any of `declared` unlocks this capability.
+    pub fn granted_by(self, declared: &[Permission]) -> bool {
+        declared.iter().any(|p| p.unlocks(self))
+    }
+}
+
+/// The MCP annotations a tool is served with, derived from its declared permissions:
+/// `readOnlyHint` when none changes state, `destructiveHint` when one is destructive,
+/// `openWorldHint` when one is Network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServedHints {
+    /// `readOnlyHint`.
+    pub read_only: bool,
+    /// `destructiveHint`.
+    pub destructive: bool,
+    /// `openWorldHint`.
+    pub open_world: bool,
+}
+
+impl ServedHints {
+    /// The hints of a tool declaring `permissions`.
+    pub fn of(permissions: &[Permission]) -> Self {
+        ServedHints {
+            read_only: !permissions.iter().any(Permission::changes_state),
+            destructive: RiskLevel::of(permissions) == RiskLevel::Destructive,
+            open_world: Capability::Network.granted_by(permissions),
+        }
+    }
 }
 
 impl fmt::Display for Permission {
@@ -104,7 +194,7 @@ impl<'de> Deserialize<'de> for Permission {
     }
 }
 
-/// The static permission policy (seed 000).
+/// The static permission policy (`docs/design.md`, "The pipeline", stage 3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PermissionConfig {
@@ -119,7 +209,7 @@ pub struct PermissionConfig {
 }
 
 impl Default for PermissionConfig {
-    /// Seed 000's default: allow Read and Network, deny Delete and Shell, allow tools that
+    /// The default: allow Read and Network, deny Delete and Shell, allow tools that
     /// declare nothing.
     fn default() -> Self {
         Self {
@@ -160,7 +250,7 @@ impl PermissionChecker {
 
     /// Decides whether a tool that declares `permissions` may run.
     ///
-    /// Rules (seed 000), applied to every declared permission, first match wins:
+    /// Rules, applied to every declared permission, first match wins:
     /// 1. in `denied` → denied;
     /// 2. in `allowed` → allowed;
     /// 3. `allowed` non-empty and the permission not in it → denied (whitelist mode);
@@ -222,7 +312,7 @@ impl PermissionChecker {
     }
 }
 
-/// Risk level of a tool, derived from its permissions (seed 002). Ordered from least to
+/// Risk level of a tool, derived from its permissions. Ordered from least to
 /// most risky; a tool's level is the highest of its permissions'.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -291,13 +381,6 @@ pub enum ApprovalDecision {
     Deny,
 }
 
-impl ApprovalDecision {
-    /// Whether the decision lets the call run.
-    pub fn is_allowed(&self) -> bool {
-        !matches!(self, ApprovalDecision::Deny)
-    }
-}
-
 /// Decides destructive calls at run time: a UI prompt, a CLI question, a webhook, a test.
 #[async_trait]
 pub trait Approver: Send + Sync {
@@ -340,7 +423,7 @@ mod tests {
     }
 
     #[test]
-    fn default_config_is_exactly_seed_000() {
+    fn default_config_allows_read_and_network_and_denies_delete_and_shell() {
         let c = PermissionConfig::default();
         assert_eq!(c.allowed, vec![Permission::Read, Permission::Network]);
         assert_eq!(c.denied, vec![Permission::Delete, Permission::Shell]);
