@@ -17,11 +17,16 @@
 //! | [`mcp`] | `toolhost-mcp` | McpClient and the MCP server |
 //! | [`llm`] | `toolhost-llm` | ChatProvider, the OpenAI-compatible provider, LlmCycle |
 
-/// The tool API (re-exported from `toolhost-core`), plus [`McpClient`](tools::McpClient)
-/// as seed 000 expects it here.
+/// The tool API (re-exported from `toolhost-core`), plus the MCP client types a tool user
+/// needs beside it: [`McpClient`](tools::McpClient) and the tool adapter. The public API
+/// contract promises `use toolhost::tools::McpClient`; everything else of MCP (the server,
+/// the config, stdio limits) is under [`mcp`].
 pub mod tools {
     pub use toolhost_core::tools::*;
-    pub use toolhost_mcp::*;
+    pub use toolhost_mcp::{
+        DEFAULT_MCP_TIMEOUT, McpClient, McpClientError, McpRegistered, McpTool, McpToolAnnotations,
+        McpToolInfo, McpTransport,
+    };
 }
 
 pub use toolhost_llm as llm;

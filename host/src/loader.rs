@@ -72,6 +72,9 @@ pub async fn connect_mcp(registry: &ToolRegistry, config: &HostConfig) -> Vec<Lo
     let (_clients, problems) = crate::mcp::config::connect_all(registry, &config.mcp).await;
     problems
         .into_iter()
-        .map(|(source, message)| LoadProblem { source, message })
+        .map(|p| LoadProblem {
+            source: format!("mcp server '{}'", p.server),
+            message: p.error.to_string(),
+        })
         .collect()
 }

@@ -20,6 +20,7 @@ use serde::Deserialize;
 use toolhost_core::tools::ToolRegistry;
 
 use crate::client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
+use crate::error::{McpConfigError, McpLoadError, McpServerProblem};
 
 /// The `[mcp]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -61,7 +62,7 @@ pub struct McpServerConfig {
 impl McpServerConfig {
     /// The transport this entry describes; an error when it has both or neither of
     /// `command` and `url`.
-    pub fn transport(&self) -> Result<McpTransport, String> {
+    pub fn transport(&self) -> Result<McpTransport, McpConfigError> {
         match (&self.command, &self.url) {
             (Some(command), None) => {
                 let mut env: Vec<(String, String)> = Vec::new();
@@ -86,10 +87,8 @@ impl McpServerConfig {
                         .collect()
                 }),
             }),
-            (Some(_), Some(_)) => {
-                Err("set either `command` (stdio) or `url` (HTTP), not both".into())
-            }
-            (None, None) => Err("set `command` (stdio) or `url` (Streamable HTTP)".into()),
+            (Some(_), Some(_)) => Err(McpConfigError::BothCommandAndUrl),
+            (None, None) => Err(McpConfigError::NoTransport),
         }
     }
 
@@ -103,11 +102,15 @@ impl McpServerConfig {
 
 /// Connects every enabled server (concurrently) and registers their tools in name order,
 /// so collisions (`server__tool`) resolve the same way every run. Returns the connected
-/// clients and, per failing server, `(name, message)`; the other servers load regardless.
+/// clients and one problem per server (or tool) that failed; the others load regardless.
 pub async fn connect_all(
     registry: &ToolRegistry,
     config: &McpConfig,
-) -> (Vec<McpClient>, Vec<(String, String)>) {
+) -> (Vec<McpClient>, Vec<McpServerProblem>) {
+    let problem = |server: &str, error: McpLoadError| McpServerProblem {
+        server: server.to_string(),
+        error,
+    };
     let mut problems = Vec::new();
     let mut set = tokio::task::JoinSet::new();
     for (name, server) in &config.servers {
@@ -117,7 +120,7 @@ pub async fn connect_all(
         let transport = match server.transport() {
             Ok(t) => t,
             Err(e) => {
-                problems.push((format!("mcp server '{name}'"), e));
+                problems.push(problem(name, e.into()));
                 continue;
             }
         };
@@ -132,11 +135,8 @@ pub async fn connect_all(
     while let Some(joined) = set.join_next().await {
         match joined {
             Ok((client, Ok(()))) => connected.push(client),
-            Ok((client, Err(e))) => problems.push((
-                format!("mcp server '{}'", client.server_name()),
-                e.to_string(),
-            )),
-            Err(e) => problems.push(("mcp".into(), format!("connect task failed: {e}"))),
+            Ok((client, Err(e))) => problems.push(problem(client.server_name(), e.into())),
+            Err(e) => problems.push(problem("", McpLoadError::Task(e.to_string()))),
         }
     }
     connected.sort_by(|a, b| a.server_name().cmp(b.server_name()));
@@ -145,14 +145,11 @@ pub async fn connect_all(
         match client.register_into(registry).await {
             Ok(reg) => {
                 for p in reg.problems {
-                    problems.push((format!("mcp server '{}'", client.server_name()), p));
+                    problems.push(problem(client.server_name(), McpLoadError::Tool(p)));
                 }
                 clients.push(client);
             }
-            Err(e) => problems.push((
-                format!("mcp server '{}'", client.server_name()),
-                e.to_string(),
-            )),
+            Err(e) => problems.push(problem(client.server_name(), e.into())),
         }
     }
     (clients, problems)
@@ -186,7 +183,10 @@ mod tests {
             cfg.servers["b"].transport(),
             Ok(McpTransport::StreamableHttp { .. })
         ));
-        assert!(cfg.servers["c"].transport().is_err());
+        assert_eq!(
+            cfg.servers["c"].transport(),
+            Err(McpConfigError::NoTransport)
+        );
         assert_eq!(cfg.servers["c"].timeout(), DEFAULT_MCP_TIMEOUT);
     }
 }

@@ -1,8 +1,10 @@
 //! [`McpClientError`] and [`McpServeError`]: the error enums at this crate's boundaries.
 //!
-//! The client's public methods follow seed 000 and return
-//! [`ToolError`](toolhost_core::tools::ToolError); every [`McpClientError`] converts into one
-//! (`McpTimeout` for timeouts, `McpNotInitialized` before `connect`, `McpError` otherwise).
+//! The client's public methods return [`McpClientError`], so callers can tell what went
+//! wrong. Only where an MCP tool runs in the registry (the [`McpTool`](crate::McpTool)
+//! adapter) does it become a [`ToolError`](toolhost_core::tools::ToolError): `McpTimeout`
+//! for timeouts, `McpNotInitialized` before `connect`, `Cancelled`, `InvalidArguments` and
+//! `ExecutionFailed` for what the tool call itself reported, `McpError` otherwise.
 
 use std::time::Duration;
 
@@ -75,6 +77,32 @@ pub enum McpClientError {
         /// Time until the next attempt.
         retry_in: Duration,
     },
+    /// The caller cancelled the call; `notifications/cancelled` was sent.
+    #[error("MCP server '{server}': the call of '{tool}' was cancelled")]
+    Cancelled {
+        /// The configured server name.
+        server: String,
+        /// The server's name of the tool.
+        tool: String,
+    },
+    /// The arguments cannot be sent (MCP arguments are a JSON object).
+    #[error("invalid arguments for MCP tool '{tool}': {message}")]
+    InvalidArguments {
+        /// The server's name of the tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The tool ran and reported an error (`isError: true`).
+    #[error("MCP tool '{tool}' of server '{server}' failed: {message}")]
+    ToolFailed {
+        /// The configured server name.
+        server: String,
+        /// The server's name of the tool.
+        tool: String,
+        /// The tool's message.
+        message: String,
+    },
     /// The transport configuration is invalid (bad URL, bad header).
     #[error("MCP server '{server}': invalid configuration: {message}")]
     Config {
@@ -90,9 +118,56 @@ impl From<McpClientError> for ToolError {
         match e {
             McpClientError::Timeout { .. } => ToolError::McpTimeout(e.to_string()),
             McpClientError::NotConnected(_) => ToolError::McpNotInitialized(e.to_string()),
+            McpClientError::Cancelled { tool, .. } => ToolError::Cancelled(tool),
+            McpClientError::InvalidArguments { tool, message } => {
+                ToolError::InvalidArguments(tool, message)
+            }
+            McpClientError::ToolFailed { tool, message, .. } => {
+                ToolError::ExecutionFailed(tool, message)
+            }
             other => ToolError::McpError(other.to_string()),
         }
     }
+}
+
+/// A `[mcp.servers.NAME]` entry that describes no usable transport.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum McpConfigError {
+    /// Both `command` and `url` are set.
+    #[error("set either `command` (stdio) or `url` (HTTP), not both")]
+    BothCommandAndUrl,
+    /// Neither is set.
+    #[error("set `command` (stdio) or `url` (Streamable HTTP)")]
+    NoTransport,
+}
+
+/// Why one configured server (or one of its tools) did not load; see
+/// [`connect_all`](crate::config::connect_all). The other servers load regardless.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum McpLoadError {
+    /// The entry is invalid.
+    #[error("{0}")]
+    Config(#[from] McpConfigError),
+    /// Connecting or listing failed.
+    #[error("{0}")]
+    Client(#[from] McpClientError),
+    /// One tool could not be registered (the server's other tools are).
+    #[error("{0}")]
+    Tool(String),
+    /// The connect task itself failed (it panicked or was aborted).
+    #[error("connect task failed: {0}")]
+    Task(String),
+}
+
+/// One [`McpLoadError`] and the server it concerns.
+#[derive(Debug)]
+pub struct McpServerProblem {
+    /// The configured server name.
+    pub server: String,
+    /// What went wrong.
+    pub error: McpLoadError,
 }
 
 /// What went wrong serving the registry as an MCP server.

@@ -5,20 +5,24 @@
 //! - [`server`] serves a [`ToolRegistry`](toolhost_core::tools::ToolRegistry) as an MCP
 //!   server over stdio or Streamable HTTP.
 //!
-//! The `toolhost` crate re-exports this crate's root from `toolhost::tools`, so seed 000's
-//! `use toolhost::tools::McpClient` works. Module names therefore avoid core's (`error` is
-//! private; its types are exported here), so `toolhost::tools::error` stays unambiguous.
+//! The `toolhost` crate re-exports the client types from `toolhost::tools`, so
+//! `use toolhost::tools::McpClient` works (part of the public API contract,
+//! `docs/design.md`); the rest is under `toolhost::mcp`.
 
 pub mod client;
 pub mod config;
 mod error;
+pub mod info;
 pub mod server;
 pub mod stdio;
+mod sync;
 pub mod tool;
 
-pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpRegistered, McpTransport};
+pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 pub use config::{McpConfig, McpServerConfig};
-pub use error::{McpClientError, McpServeError};
+pub use error::{McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem};
+pub use info::{McpToolAnnotations, McpToolInfo};
 pub use server::McpServer;
 pub use stdio::StdioLimits;
-pub use tool::{McpTool, McpToolAnnotations, McpToolInfo};
+pub use sync::McpRegistered;
+pub use tool::McpTool;

@@ -88,7 +88,7 @@ async fn progress_is_forwarded_and_slow_calls_time_out() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, toolhost_core::tools::ToolError::McpTimeout(_)),
+        matches!(err, toolhost_mcp::McpClientError::Timeout { .. }),
         "{err:?}"
     );
     // Same connection, still fine.

@@ -6,21 +6,13 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolhost_core::tools::{DynamicTool, Permission, ToolError, ToolOutput, ToolRegistry};
+use toolhost_mcp::McpClientError;
 use toolhost_mcp::{McpClient, McpTransport, StdioLimits};
 
 use crate::support;
 
 fn temp_log(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "toolhost-mcp-test-{}-{tag}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("log.txt")
+    toolhost_testkit::temp_dir(&format!("mcp-{tag}")).join("log.txt")
 }
 
 fn misbehaving(log: &std::path::Path, extra_env: &[(&str, &str)]) -> McpClient {
@@ -110,12 +102,15 @@ async fn crash_mid_call_gives_structured_error_then_reconnects() {
     client.connect().await.unwrap();
     let err = client.call_tool("crash", json!({})).await.unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, ToolError::McpError(_)), "{err:?}");
+    assert!(matches!(err, McpClientError::Closed { .. }), "{err:?}");
     assert!(msg.contains("exited"), "{msg}");
     assert!(
         msg.contains("simulated fatal error"),
         "stderr tail missing: {msg}"
     );
+    // In the registry it is a link failure, which stops an LLM loop.
+    let err = ToolError::from(err);
+    assert!(matches!(err, ToolError::McpError(_)), "{err:?}");
     assert!(!err.is_recoverable());
 
     // The next call reconnects (a second process starts) and works.
@@ -135,7 +130,8 @@ async fn hanging_server_hits_timeout_and_gets_cancelled() {
     let client = misbehaving(&log, &[]).with_timeout_duration(Duration::from_millis(800));
     client.connect().await.unwrap();
     let err = client.call_tool("hang", json!({})).await.unwrap_err();
-    assert!(matches!(err, ToolError::McpTimeout(_)), "{err:?}");
+    assert!(matches!(err, McpClientError::Timeout { .. }), "{err:?}");
+    assert!(matches!(ToolError::from(err), ToolError::McpTimeout(_)));
     // notifications/cancelled reached the server.
     assert!(
         eventually(|| log_lines(&log).iter().any(|l| l.starts_with("cancelled"))).await,
@@ -165,7 +161,10 @@ async fn cancelling_the_context_sends_cancelled() {
         token.cancel();
     };
     let (res, ()) = tokio::join!(call, cancel);
-    assert!(matches!(res, Err(ToolError::Cancelled(_))), "{res:?}");
+    assert!(
+        matches!(&res, Err(McpClientError::Cancelled { tool, .. }) if tool == "hang"),
+        "{res:?}"
+    );
     assert!(eventually(|| log_lines(&log).iter().any(|l| l.starts_with("cancelled"))).await);
     client.close().await.unwrap();
 }
@@ -191,7 +190,7 @@ async fn giant_line_is_an_error_with_bounded_buffering() {
     client.connect().await.unwrap();
     let err = client.call_tool("giant", json!({})).await.unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, ToolError::McpError(_)), "{err:?}");
+    assert!(matches!(err, McpClientError::Closed { .. }), "{err:?}");
     assert!(msg.contains("longer than 1048576 bytes"), "{msg}");
     // The host stopped reading at the limit: the server could not push its 32 MiB.
     assert!(!log_lines(&log).iter().any(|l| l == "giant sent 33554432"));
@@ -212,7 +211,8 @@ async fn replies_with_wrong_ids_are_dropped() {
     let out = client.call_tool("wrong_id", json!({})).await.unwrap();
     assert_eq!(out, json!("right answer"));
     let err = client.call_tool("only_wrong", json!({})).await.unwrap_err();
-    assert!(matches!(err, ToolError::McpTimeout(_)), "{err:?}");
+    assert!(matches!(err, McpClientError::Timeout { .. }), "{err:?}");
+    assert!(matches!(ToolError::from(err), ToolError::McpTimeout(_)));
     client.close().await.unwrap();
 }
 

@@ -80,12 +80,15 @@ async fn python_mcp_server_structured_results_and_is_error() {
         .await
         .unwrap_err();
     match &err {
-        ToolError::ExecutionFailed(tool, msg) => {
+        toolhost_mcp::McpClientError::ToolFailed { tool, message, .. } => {
             assert_eq!(tool, "fail");
-            assert!(msg.contains("fail"), "{msg}");
+            assert!(message.contains("fail"), "{message}");
         }
-        other => panic!("expected ExecutionFailed, got {other:?}"),
+        other => panic!("expected ToolFailed, got {other:?}"),
     }
+    // In the registry: a recoverable ExecutionFailed.
+    let err = ToolError::from(err);
+    assert!(matches!(&err, ToolError::ExecutionFailed(t, _) if t == "fail"));
     assert!(err.is_recoverable());
     client.close().await.unwrap();
 }

@@ -147,7 +147,9 @@ async fn http_server_lists_calls_reports_errors_progress_cancel_and_list_changed
         ("no_such_tool", json!({}), "not registered"),
     ] {
         match client.call_tool(name, args).await {
-            Err(ToolError::ExecutionFailed(_, msg)) => assert!(msg.contains(needle), "{msg}"),
+            Err(toolhost_mcp::McpClientError::ToolFailed { message, .. }) => {
+                assert!(message.contains(needle), "{message}")
+            }
             other => panic!("{name}: expected an isError result, got {other:?}"),
         }
     }
@@ -175,7 +177,10 @@ async fn http_server_lists_calls_reports_errors_progress_cancel_and_list_changed
         token.cancel();
     };
     let (res, ()) = tokio::join!(call, canceller);
-    assert!(matches!(res, Err(ToolError::Cancelled(_))), "{res:?}");
+    assert!(
+        matches!(res, Err(toolhost_mcp::McpClientError::Cancelled { .. })),
+        "{res:?}"
+    );
     assert!(eventually(async || cancelled.load(Ordering::SeqCst)).await);
 
     // list_changed when the registry changes.

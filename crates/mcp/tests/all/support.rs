@@ -5,56 +5,8 @@ use std::path::PathBuf;
 
 use toolhost_mcp::McpTransport;
 
-/// The workspace root.
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
-}
-
-fn peers() -> PathBuf {
-    root().join("target/peers/mcp")
-}
-
-/// A peer file from `var`, else its default install path. `None` (after a clear message)
-/// when missing locally; a panic when missing in CI.
-pub fn peer(var: &str, default: PathBuf) -> Option<PathBuf> {
-    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or(default);
-    if path.exists() {
-        return Some(path);
-    }
-    let msg = format!(
-        "MCP test peer missing: {} (env {var}); install the peers with `cargo xtask peers`",
-        path.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    None
-}
-
-/// server-everything's entry script.
-pub fn everything() -> Option<PathBuf> {
-    peer(
-        "TOOLHOST_MCP_EVERYTHING",
-        peers().join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
-    )
-}
-
-/// server-filesystem's entry script.
-pub fn filesystem() -> Option<PathBuf> {
-    peer(
-        "TOOLHOST_MCP_FILESYSTEM",
-        peers().join("node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
-    )
-}
-
-/// A Python with the `mcp` package.
-pub fn python() -> Option<PathBuf> {
-    peer("TOOLHOST_MCP_PYTHON", peers().join("venv/bin/python"))
-}
+pub use toolhost_testkit::peers::{everything, filesystem, python};
+pub use toolhost_testkit::{free_port, wait_for_port};
 
 /// A fixture file.
 pub fn fixture(name: &str) -> PathBuf {
@@ -82,12 +34,6 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// A free loopback port (bound then released).
-pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 /// Starts server-everything in Streamable HTTP mode on `port`; killed on drop.
 pub fn spawn_node_http(script: &std::path::Path, port: u16) -> tokio::process::Child {
     tokio::process::Command::new("node")
@@ -100,20 +46,6 @@ pub fn spawn_node_http(script: &std::path::Path, port: u16) -> tokio::process::C
         .kill_on_drop(true)
         .spawn()
         .unwrap()
-}
-
-/// Waits (bounded, about 20 s) until something listens on the loopback port.
-pub async fn wait_for_port(port: u16) {
-    for _ in 0..400 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("nothing listens on 127.0.0.1:{port}");
 }
 
 /// Checks a report of `fixtures/py_client.py`: the tool is listed with a schema and

@@ -1,0 +1,267 @@
+//! Opening a connection: [`McpTransport`] (a stdio child process or Streamable HTTP),
+//! spawning the child with a cleared environment, the handshake under the client's
+//! timeout, and the rmcp handler ([`Hooks`]) that forwards `list_changed` and progress.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion,
+};
+use rmcp::service::{
+    ClientCacheConfig, NotificationContext, RoleClient, RunningService, ServiceExt,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::sync::watch;
+use toolhost_core::tools::ToolContext;
+
+use super::McpClient;
+use super::connection::{Conn, why_closed};
+use crate::error::McpClientError;
+use crate::stdio::{ChildState, LineGuard, pump_stderr, resolve_command};
+
+/// How long a child may take to exit after it was told to.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// Start a child process and talk JSON-RPC over its stdin/stdout.
+    Stdio {
+        /// The program (looked up in the host's `PATH`).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// The child's whole environment: it starts empty and gets exactly these variables.
+        env: Vec<(String, String)>,
+    },
+    /// Streamable HTTP (MCP 2025-03-26 and later): one endpoint, JSON or SSE replies.
+    StreamableHttp {
+        /// The endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+        url: String,
+        /// Extra headers sent with every request (`Authorization: Bearer ...` included).
+        headers: Option<Vec<(String, String)>>,
+    },
+}
+
+impl McpTransport {
+    /// A stdio transport with no environment variables.
+    pub fn stdio(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        McpTransport::Stdio {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+        }
+    }
+
+    /// A Streamable HTTP transport with no extra headers.
+    pub fn http(url: impl Into<String>) -> Self {
+        McpTransport::StreamableHttp {
+            url: url.into(),
+            headers: None,
+        }
+    }
+}
+
+/// The rmcp client handler: forwards list-changed, progress and log notifications.
+#[derive(Clone)]
+pub(super) struct Hooks {
+    pub(super) server: Arc<str>,
+    pub(super) info: ClientConfig,
+    pub(super) changed: Arc<watch::Sender<u64>>,
+    pub(super) progress: Arc<Mutex<HashMap<ProgressToken, ToolContext>>>,
+}
+
+impl rmcp::ClientHandler for Hooks {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "tools/list_changed");
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let ctx = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(ctx) = ctx {
+            ctx.report_progress(params.progress, params.total, params.message);
+        }
+    }
+}
+
+/// Kills a child process and waits (a little) for it to go.
+pub(super) async fn kill_child(child: &tokio::sync::Mutex<tokio::process::Child>) {
+    let mut child = child.lock().await;
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(KILL_GRACE, child.wait()).await;
+}
+
+impl McpClient {
+    fn hooks(&self) -> Hooks {
+        let mut info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
+        );
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        Hooks {
+            server: Arc::from(self.cfg.server.as_str()),
+            info,
+            changed: self.shared.changed.clone(),
+            progress: self.shared.progress.clone(),
+        }
+    }
+
+    pub(super) async fn open(&self) -> Result<Conn, McpClientError> {
+        let server = self.cfg.server.clone();
+        let timeout = self.cfg.timeout;
+        let hooks = self.hooks();
+        match &self.cfg.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let program = resolve_command(command);
+                let mut cmd = tokio::process::Command::new(&program);
+                cmd.args(args)
+                    .env_clear()
+                    .envs(env.iter().map(|(k, v)| (k, v)))
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .kill_on_drop(true);
+                let mut child = cmd.spawn().map_err(|source| McpClientError::Spawn {
+                    server: server.clone(),
+                    command: std::iter::once(command.as_str())
+                        .chain(args.iter().map(String::as_str))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    source,
+                })?;
+                let state = Arc::new(ChildState::default());
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    return Err(McpClientError::Handshake {
+                        server,
+                        message: "the child's stdio pipes are missing".into(),
+                    });
+                };
+                if let Some(stderr) = child.stderr.take() {
+                    tokio::spawn(pump_stderr(
+                        server.clone(),
+                        stderr,
+                        self.cfg.limits,
+                        state.clone(),
+                    ));
+                }
+                let child = Arc::new(tokio::sync::Mutex::new(child));
+                let reader = LineGuard::new(stdout, self.cfg.limits.max_line_bytes, state.clone());
+                let transport = AsyncRwTransport::<RoleClient, _, _>::new_client(reader, stdin)
+                    .with_max_line_length(self.cfg.limits.max_line_bytes.saturating_add(64));
+                let served = tokio::time::timeout(timeout, hooks.serve(transport)).await;
+                let service = match served {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        let note = why_closed(Some(&child), &state).await;
+                        return Err(McpClientError::Handshake {
+                            server,
+                            message: format!("{e}; {note}"),
+                        });
+                    }
+                    Err(_) => {
+                        kill_child(&child).await;
+                        return Err(McpClientError::Timeout {
+                            server,
+                            what: "initialize".into(),
+                            timeout,
+                        });
+                    }
+                };
+                Ok(Self::finish(service, Some(child), state).await)
+            }
+            McpTransport::StreamableHttp { url, headers } => {
+                let mut map = HashMap::new();
+                let mut auth = None;
+                for (k, v) in headers.iter().flatten() {
+                    if k.eq_ignore_ascii_case("authorization") {
+                        let token = v.strip_prefix("Bearer ").unwrap_or(v);
+                        auth = Some(token.to_string());
+                        continue;
+                    }
+                    let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| {
+                        McpClientError::Config {
+                            server: server.clone(),
+                            message: format!("header name {k:?}: {e}"),
+                        }
+                    })?;
+                    let value =
+                        http::HeaderValue::from_str(v).map_err(|e| McpClientError::Config {
+                            server: server.clone(),
+                            message: format!("header {k:?} value: {e}"),
+                        })?;
+                    map.insert(name, value);
+                }
+                let mut cfg =
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
+                if let Some(token) = auth {
+                    cfg = cfg.auth_header(token);
+                }
+                let transport = StreamableHttpClientTransport::from_config(cfg);
+                let service = match tokio::time::timeout(timeout, hooks.serve(transport)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        return Err(McpClientError::Handshake {
+                            server,
+                            message: format!("{e} (url {url})"),
+                        });
+                    }
+                    Err(_) => {
+                        return Err(McpClientError::Timeout {
+                            server,
+                            what: "initialize".into(),
+                            timeout,
+                        });
+                    }
+                };
+                Ok(Self::finish(service, None, Arc::new(ChildState::default())).await)
+            }
+        }
+    }
+
+    async fn finish(
+        service: RunningService<RoleClient, Hooks>,
+        child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
+        state: Arc<ChildState>,
+    ) -> Conn {
+        // We keep our own tool cache (invalidated by list_changed); rmcp's would be a second,
+        // independently expiring copy.
+        service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        let protocol = service
+            .peer()
+            .peer_info()
+            .map(|i| i.protocol_version.to_string())
+            .unwrap_or_default();
+        tracing::debug!(%protocol, "MCP connected");
+        Conn {
+            service,
+            child,
+            state,
+            protocol,
+        }
+    }
+}

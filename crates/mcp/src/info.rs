@@ -1,0 +1,203 @@
+//! What an MCP server tells us, as plain data: [`McpToolInfo`] (a tool as the server lists
+//! it, with its [`McpToolAnnotations`]), the conversion of a `tools/call` result into a
+//! [`ToolOutput`], and the registry-safe form of a server's tool name.
+//!
+//! Annotations are untrusted hints: what they mean as permissions is decided by
+//! [`Permission::from_mcp_hints`] (`docs/design.md`, "Permissions").
+
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolhost_core::tools::{Permission, ToolOutput};
+
+use crate::error::McpClientError;
+
+/// The hints of an MCP tool's `annotations`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpToolAnnotations {
+    /// A display title.
+    pub title: Option<String>,
+    /// `readOnlyHint`.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`.
+    pub destructive: Option<bool>,
+    /// `idempotentHint`.
+    pub idempotent: Option<bool>,
+    /// `openWorldHint`.
+    pub open_world: Option<bool>,
+}
+
+impl McpToolAnnotations {
+    /// The permissions these hints suggest (see the module docs).
+    pub fn permissions(&self) -> Vec<Permission> {
+        Permission::from_mcp_hints(self.read_only, self.destructive, self.open_world)
+    }
+}
+
+/// One tool as the server lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpToolInfo {
+    /// The server's name for the tool.
+    pub name: String,
+    /// A display title.
+    pub title: Option<String>,
+    /// The description.
+    pub description: Option<String>,
+    /// `inputSchema`.
+    pub input_schema: Value,
+    /// `outputSchema`, if any.
+    pub output_schema: Option<Value>,
+    /// `annotations`, if any.
+    pub annotations: Option<McpToolAnnotations>,
+}
+
+impl From<rmcp::model::Tool> for McpToolInfo {
+    fn from(t: rmcp::model::Tool) -> Self {
+        McpToolInfo {
+            name: t.name.to_string(),
+            title: t.title,
+            description: t.description.map(|d| d.to_string()),
+            input_schema: Value::Object((*t.input_schema).clone()),
+            output_schema: t.output_schema.map(|s| Value::Object((*s).clone())),
+            annotations: t.annotations.map(|a| McpToolAnnotations {
+                title: a.title,
+                read_only: a.read_only_hint,
+                destructive: a.destructive_hint,
+                idempotent: a.idempotent_hint,
+                open_world: a.open_world_hint,
+            }),
+        }
+    }
+}
+
+/// A registry-safe name (`^[a-zA-Z0-9_-]{1,64}$`): other characters become `_`, long names
+/// are cut to 64.
+pub fn registry_name(raw: &str) -> String {
+    let mut s: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if s.is_empty() {
+        s.push('_');
+    }
+    s
+}
+
+/// Joins the content blocks into render text.
+pub(crate) fn content_text(content: &[ContentBlock]) -> String {
+    let parts: Vec<String> = content
+        .iter()
+        .map(|c| match c {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(i) => {
+                format!("[image {} ({} base64 bytes)]", i.mime_type, i.data.len())
+            }
+            ContentBlock::Audio(a) => {
+                format!("[audio {} ({} base64 bytes)]", a.mime_type, a.data.len())
+            }
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::TextResourceContents { text, .. } => text.clone(),
+                ResourceContents::BlobResourceContents { uri, .. } => format!("[resource {uri}]"),
+                #[allow(unreachable_patterns)]
+                _ => "[resource]".into(),
+            },
+            ContentBlock::ResourceLink(l) => format!("[resource link {}]", l.uri),
+            #[allow(unreachable_patterns)]
+            _ => "[unsupported content]".into(),
+        })
+        .collect();
+    parts.join("\n")
+}
+
+/// Converts a `tools/call` result into a [`ToolOutput`] (or [`McpClientError::ToolFailed`]
+/// on `isError`).
+pub(crate) fn output_from_result(
+    server: &str,
+    tool: &str,
+    r: CallToolResult,
+) -> Result<ToolOutput, McpClientError> {
+    let text = content_text(&r.content);
+    if r.is_error == Some(true) {
+        let msg = if text.is_empty() {
+            r.structured_content
+                .as_ref()
+                .map(Value::to_string)
+                .unwrap_or_else(|| "the MCP tool reported an error without details".into())
+        } else {
+            text
+        };
+        return Err(McpClientError::ToolFailed {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            message: msg,
+        });
+    }
+    Ok(match r.structured_content {
+        Some(structured) => {
+            let render = if text.is_empty() {
+                structured.to_string()
+            } else {
+                text
+            };
+            ToolOutput::new(structured, render)
+        }
+        None => ToolOutput::text(text),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_core::tools::ToolError;
+
+    #[test]
+    fn names_are_made_registry_safe() {
+        assert_eq!(registry_name("get-sum"), "get-sum");
+        assert_eq!(registry_name("fs.read/file"), "fs_read_file");
+        assert_eq!(registry_name(&"x".repeat(100)).len(), 64);
+        assert_eq!(registry_name(""), "_");
+    }
+
+    #[test]
+    fn annotations_map_to_permissions_only_when_set() {
+        let a = McpToolAnnotations {
+            read_only: Some(true),
+            destructive: Some(true),
+            open_world: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(a.permissions(), vec![Permission::Read, Permission::Network]);
+        let d = McpToolAnnotations {
+            destructive: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(d.permissions(), vec![Permission::Delete]);
+        assert!(McpToolAnnotations::default().permissions().is_empty());
+    }
+
+    #[test]
+    fn results_become_outputs_and_is_error_becomes_execution_failed() {
+        let ok = CallToolResult::success(vec![ContentBlock::text("3")]);
+        let out = output_from_result("s", "t", ok).unwrap();
+        assert_eq!(out.render, "3");
+        let mut structured = CallToolResult::success(vec![ContentBlock::text("{\"sum\":3}")]);
+        structured.structured_content = Some(serde_json::json!({"sum": 3}));
+        let out = output_from_result("s", "t", structured).unwrap();
+        assert_eq!(out.canonical, serde_json::json!({"sum": 3}));
+        let err = CallToolResult::error(vec![ContentBlock::text("boom")]);
+        let e = output_from_result("s", "t", err).unwrap_err();
+        assert!(
+            matches!(&e, McpClientError::ToolFailed { tool, message, .. } if tool == "t" && message == "boom")
+        );
+        let e = ToolError::from(e);
+        assert!(matches!(&e, ToolError::ExecutionFailed(t, m) if t == "t" && m == "boom"));
+        assert!(e.is_recoverable());
+    }
+}
