@@ -13,32 +13,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
+    toolhost_testkit::workspace_root()
 }
 
 fn fixtures() -> PathBuf {
-    root().join("crates/mcp/tests/fixtures")
+    toolhost_testkit::peers::mcp_fixture("")
 }
 
 fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("TOOLHOST_MCP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/peers/mcp/venv/bin/python"));
-    if path.exists() {
-        return Some(path);
-    }
-    let msg = format!(
-        "MCP test peer missing: {} (env TOOLHOST_MCP_PYTHON); install it with `cargo xtask peers`",
-        path.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    None
+    toolhost_testkit::peers::python()
 }
 
 /// The built example plugins, if any.
@@ -51,15 +34,7 @@ fn plugins() -> Option<PathBuf> {
 
 /// A temp dir with a toolhost.toml wrapping the Python fixture server as `py`.
 fn setup(python: &Path) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "toolhost-serve-test-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = toolhost_testkit::temp_dir("serve");
     let config = format!(
         "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout_secs = 30\n",
         python.display().to_string(),

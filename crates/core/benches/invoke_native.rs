@@ -10,42 +10,14 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolhost_core::tools::{
-    PermissionChecker, Tool, ToolCall, ToolContext, ToolError, ToolRegistry,
-};
+use toolhost_core::tools::{PermissionChecker, Tool, ToolCall, ToolContext, ToolRegistry};
+use toolhost_testkit::tools::Add;
 
-#[derive(Deserialize, JsonSchema)]
-struct AddArgs {
-    x: i64,
-    y: i64,
-}
-
-#[derive(Serialize)]
-struct Sum {
-    sum: i64,
-}
-
+/// The function the tool computes, called directly as the baseline.
 #[inline(never)]
 fn add(a: i64, b: i64) -> i64 {
     a + b
-}
-
-struct Add;
-
-impl Tool for Add {
-    const NAME: &'static str = "add";
-    type Args = AddArgs;
-    type Output = Sum;
-    type Error = ToolError;
-    fn description(&self) -> String {
-        "Add two integers x and y".into()
-    }
-    async fn call(&self, a: AddArgs, _ctx: &ToolContext) -> Result<Sum, ToolError> {
-        Ok(Sum { sum: add(a.x, a.y) })
-    }
 }
 
 fn bench(c: &mut Criterion) {

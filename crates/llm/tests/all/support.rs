@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures::stream;
 use serde_json::{Value, json};
-use toolhost_core::tools::{DynamicTool, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use toolhost_core::tools::{DynamicTool, ToolContext, ToolOutput};
 use toolhost_llm::ChatMessage;
 
 // ---------------------------------------------------------------------------------------
@@ -203,54 +203,7 @@ pub fn sse_tools(calls: &[(&str, &str, &str)]) -> Reply {
 // Tools
 // ---------------------------------------------------------------------------------------
 
-/// Arguments of the arithmetic tools.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-pub struct Pair {
-    /// The first operand.
-    pub x: i64,
-    /// The second operand.
-    pub y: i64,
-}
-
-/// `add(x, y)`.
-pub struct Add;
-
-impl Tool for Add {
-    const NAME: &'static str = "add";
-    type Args = Pair;
-    type Output = i64;
-    type Error = ToolError;
-    fn description(&self) -> String {
-        "Add two integers x and y".into()
-    }
-    async fn call(&self, a: Pair, _ctx: &ToolContext) -> Result<i64, ToolError> {
-        Ok(a.x + a.y)
-    }
-}
-
-/// `mul(x, y)`.
-pub struct Mul;
-
-impl Tool for Mul {
-    const NAME: &'static str = "mul";
-    type Args = Pair;
-    type Output = i64;
-    type Error = ToolError;
-    fn description(&self) -> String {
-        "Multiply two integers x and y".into()
-    }
-    async fn call(&self, a: Pair, _ctx: &ToolContext) -> Result<i64, ToolError> {
-        Ok(a.x * a.y)
-    }
-}
-
-/// A registry with `add` and `mul`.
-pub fn math_registry() -> anyhow::Result<ToolRegistry> {
-    let r = ToolRegistry::new();
-    r.register(Add.into_dyn())?;
-    r.register(Mul.into_dyn())?;
-    Ok(r)
-}
+pub use toolhost_testkit::tools::math_registry;
 
 /// A tool that records the context it ran in (session id, trace id, call id).
 pub fn context_probe(seen: Arc<Mutex<Vec<(String, String, String)>>>) -> DynamicTool {

@@ -1,0 +1,61 @@
+//! The test peers `cargo xtask peers` installs under `target/peers/`, each overridable by
+//! an environment variable (set by `cargo xtask test`).
+
+use std::path::PathBuf;
+
+use crate::workspace_root;
+
+fn mcp_peers() -> PathBuf {
+    workspace_root().join("target/peers/mcp")
+}
+
+/// Whether this run is CI's (`CI=true`), where a missing peer is a failure.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// A peer file from `var`, else its default install path. `None` (after a clear message)
+/// when missing locally; a panic when missing in CI.
+pub fn peer(var: &str, default: PathBuf) -> Option<PathBuf> {
+    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or(default);
+    if path.exists() {
+        return Some(path);
+    }
+    let msg = format!(
+        "test peer missing: {} (env {var}); install the peers with `cargo xtask peers`",
+        path.display()
+    );
+    if in_ci() {
+        panic!("{msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    None
+}
+
+/// server-everything's entry script (npm `@modelcontextprotocol/server-everything`).
+pub fn everything() -> Option<PathBuf> {
+    peer(
+        "TOOLHOST_MCP_EVERYTHING",
+        mcp_peers().join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+    )
+}
+
+/// server-filesystem's entry script (npm `@modelcontextprotocol/server-filesystem`).
+pub fn filesystem() -> Option<PathBuf> {
+    peer(
+        "TOOLHOST_MCP_FILESYSTEM",
+        mcp_peers().join("node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
+    )
+}
+
+/// A Python with the `mcp` package.
+pub fn python() -> Option<PathBuf> {
+    peer("TOOLHOST_MCP_PYTHON", mcp_peers().join("venv/bin/python"))
+}
+
+/// A fixture of the MCP crate's tests (`crates/mcp/tests/fixtures/NAME`).
+pub fn mcp_fixture(name: &str) -> PathBuf {
+    workspace_root()
+        .join("crates/mcp/tests/fixtures")
+        .join(name)
+}
