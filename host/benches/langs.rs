@@ -1,4 +1,4 @@
-//! Criterion benchmark `langs` (issue 6): the same `add` tool written in Rust, C,
+//! Criterion benchmark `langs`: the same `add` tool written in Rust, C,
 //! JavaScript and Python.
 //!
 //! - `langs_call/<lang>`: one call of `add` (`x + y`) through `WasmTool::run` with a fresh

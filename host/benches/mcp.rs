@@ -1,9 +1,9 @@
-//! Benchmark `mcp` (issue 4), all figures from one run:
+//! Benchmark `mcp`, all figures from one run:
 //!
 //! 1. criterion: one `tools/call` of server-everything's `get-sum` through `McpClient`
 //!    (stdio), next to `calc.add` as a WASM tool and the same add as a native tool, each
 //!    through the registry pipeline;
-//! 2. a timing client (raw JSON-RPC lines over a pipe, like the figures quoted in the issue):
+//! 2. a timing client (raw JSON-RPC lines over a pipe, the method behind the serve figures):
 //!    `toolhost serve --stdio` answering `tools/call` for the WASM `add`, 1500 sequential
 //!    calls after 300 warm-up calls, median and p99; the same client against server-everything
 //!    and against `cat` (an echo responder: the pipe floor);

@@ -1,4 +1,4 @@
-//! Criterion benchmark `wasm` (issue 3).
+//! Criterion benchmark `wasm`.
 //!
 //! - `add/*`: `calc.add` through the registry with a fresh sandbox per call (default
 //!   engine; with concurrency support on; with `keep_resident = 0`, i.e. wasmtime's

@@ -1,4 +1,4 @@
-//! Guest toolchains and plugins in JS, Python and C (issue 6). Called by `plugins::build_all`.
+//! Guest toolchains and plugins in JS, Python and C. Called by `plugins::build_all`.
 //!
 //! Everything is installed locally under `target/toolchains/` the first time it is needed,
 //! from the package registries only, and reused afterwards:

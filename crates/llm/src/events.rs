@@ -1,6 +1,6 @@
 //! [`StreamEvent`]: what `LlmCycle::submit_stream_with_tools` reports while it runs.
 //!
-//! The order follows seed 000's timing diagram. For a turn in which the model calls tools:
+//! The order is part of the API contract (`docs/llm.md`, "Streaming events"). For a turn in which the model calls tools:
 //!
 //! ```text
 //! AssistantTextDelta*                  (text the model writes before its calls)

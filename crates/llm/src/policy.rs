@@ -1,5 +1,5 @@
 //! What the loop does with an invalid tool call: one naming a tool that is not offered, or
-//! whose arguments are not JSON (seed 003 §3.6, after Rig's `InvalidToolCallAction`).
+//! whose arguments are not JSON (after Rig's `InvalidToolCallAction`).
 //!
 //! | action | effect |
 //! |---|---|

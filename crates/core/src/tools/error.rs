@@ -1,6 +1,7 @@
 //! [`ToolError`]: the one error type every tool, adapter and pipeline stage returns.
 //!
-//! The variants follow seed 000 (`NotFound`, `ExecutionFailed`, `InvalidArguments`,
+//! The variants are part of the API contract (`docs/design.md`, "Errors"): `NotFound`,
+//! `ExecutionFailed`, `InvalidArguments`,
 //! `PermissionDenied`, `McpError`, `McpNotInitialized`, `McpTimeout`, `Io`, `Other`) and add
 //! the few cases a production host needs to tell apart: `Timeout`, `Cancelled`,
 //! `LimitExceeded` (sandbox limits), `DuplicateTool` and `InvalidDefinition`
@@ -83,7 +84,7 @@ impl ToolError {
     /// Whether an automatic tool loop should report this error to the model and carry on
     /// (`true`), or stop the loop (`false`).
     ///
-    /// Follows seed 000's table: execution failures, invalid arguments and `Other` are
+    /// The table in `docs/design.md` ("Errors"): execution failures, invalid arguments and `Other` are
     /// recoverable; `NotFound`, permission denials, MCP link failures and I/O errors are
     /// not. Of the added variants, a timeout or a sandbox limit is recoverable (the model can
     /// ask for less); cancellation and registration errors are not.
@@ -135,7 +136,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn recoverability_follows_the_seed_table() {
+    fn recoverability_follows_the_documented_table() {
         assert!(ToolError::failed("t", "x").is_recoverable());
         assert!(ToolError::invalid_args("t", "x").is_recoverable());
         assert!(ToolError::Other("x".into()).is_recoverable());

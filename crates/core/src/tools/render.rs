@@ -1,4 +1,5 @@
-//! Result rendering: head/tail truncation of the text the model sees (seed 002, stage four).
+//! Result rendering: head/tail truncation of the text the model sees (pipeline stage 5,
+//! `docs/design.md`).
 //!
 //! A result over the limit keeps its first 60 % and last 20 % (by bytes, cut on UTF-8
 //! character boundaries) with a marker between them that says how much was cut. The marker

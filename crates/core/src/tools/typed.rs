@@ -1,4 +1,4 @@
-//! Native Rust tools without JSON plumbing (seed 003):
+//! Native Rust tools without JSON plumbing:
 //!
 //! - [`Tool`]: a typed trait. `Args` is deserialised for you, its JSON Schema is derived by
 //!   `schemars`, and `Output` is serialised for you.
@@ -160,7 +160,7 @@ impl<T: Tool> BaseTool for TypedTool<T> {
 type Handler =
     dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;
 
-/// A tool defined at run time by a closure (seed 003's `DynamicTool`).
+/// A tool defined at run time by a closure.
 ///
 /// ```
 /// use toolhost_core::tools::{DynamicTool, ToolOutput};

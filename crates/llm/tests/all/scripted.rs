@@ -163,8 +163,7 @@ async fn two_calls_in_one_turn_run_in_parallel() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn streaming_joins_split_arguments_and_orders_events_as_the_seed_says() -> anyhow::Result<()>
-{
+async fn streaming_joins_split_arguments_and_orders_events_as_documented() -> anyhow::Result<()> {
     // Turn 1: text, then two tool calls whose argument JSON is split over several events,
     // and one event itself split across two network frames.
     let turn1 = Reply::Sse(vec![
