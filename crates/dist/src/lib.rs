@@ -5,7 +5,8 @@
 //! - [`fetch`]: brings the component, its request file (`NAME.toml`) and its minisign
 //!   signature, bounded by [`Limits`]; the digest is always computed locally and checked
 //!   against the `--digest` pin.
-//! - [`verify_signature`] / [`sign`]: minisign signatures, interoperable with the `minisign` tool.
+//! - [`verify_signature`] / [`sign`]: minisign signatures, interoperable with the `minisign` tool;
+//!   [`check_signature`]: the install rule (unsigned / untrusted refused unless allowed).
 //! - [`publish`]: pushes a component as a CNCF "Wasm OCI artifact" (config
 //!   `application/vnd.wasm.config.v0+json`, one `application/wasm` layer), with the request
 //!   and signature as layers of their own media types.
@@ -126,6 +127,29 @@ pub async fn fetch(source: &Source, opts: &FetchOptions) -> Result<Fetched, Dist
     }
     tracing::info!(source = %fetched.source, digest = %fetched.digest, bytes = fetched.wasm.len(), "fetched");
     Ok(fetched)
+}
+
+/// The signature rule of `toolhost install` (docs/trust-distribution.md), applied to a
+/// fetched artifact: `Ok(Some(key_id))` when signed by a trusted key; an unsigned artifact is
+/// [`DistError::Unsigned`] and one signed by an unknown key [`DistError::UntrustedKey`], both
+/// accepted as `Ok(None)` when `allow_unsigned`; a signature by a trusted key that does not
+/// verify ([`DistError::BadSignature`]) and an unreadable signature are never accepted.
+pub fn check_signature(
+    fetched: &Fetched,
+    trusted_keys: &[String],
+    allow_unsigned: bool,
+) -> Result<Option<String>, DistError> {
+    let result = match &fetched.signature {
+        None => Err(DistError::Unsigned),
+        Some(sig) => verify_signature(&fetched.wasm, sig, trusted_keys).map(Some),
+    };
+    match result {
+        Err(DistError::Unsigned | DistError::UntrustedKey { .. }) if allow_unsigned => {
+            tracing::warn!(source = %fetched.source, "accepting an unsigned or untrusted artifact (--allow-unsigned)");
+            Ok(None)
+        }
+        other => other,
+    }
 }
 
 /// `sha256:HEX` of `bytes`.

@@ -263,13 +263,11 @@ async fn pull_manifest(
         )));
     }
     if manifest.layers.len() > limits.max_layers {
-        return Err(DistError::TooLarge {
-            what: format!(
-                "the manifest's layer list ({} layers)",
-                manifest.layers.len()
-            ),
-            limit: limits.max_layers as u64,
-        });
+        return Err(reg_err(format!(
+            "the manifest lists {} layers; at most {} are accepted",
+            manifest.layers.len(),
+            limits.max_layers
+        )));
     }
     tracing::debug!(manifest = %digest, layers = manifest.layers.len(), "manifest");
     Ok(manifest)

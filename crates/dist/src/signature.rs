@@ -72,12 +72,9 @@ pub fn sign(wasm: &[u8], secret_key_file: &Path) -> Result<String, DistError> {
         .take(MAX_SECRET_KEY_BYTES)
         .read_to_string(&mut text)
         .map_err(io)?;
-    let sk = minisign::SecretKey::from_unencrypted_box(
-        minisign::SecretKeyBox::from_string(&text).map_err(|e| DistError::BadKey(e.to_string()))?,
-    )
-    .map_err(|e| {
+    let sk = parse_unencrypted_secret_key(&text).map_err(|reason| {
         DistError::BadKey(format!(
-            "{}: {e} (an unencrypted key made with `minisign -G -W` is needed)",
+            "{}: {reason} (an unencrypted key made with `minisign -G -W` is needed)",
             secret_key_file.display()
         ))
     })?;
@@ -87,6 +84,34 @@ pub fn sign(wasm: &[u8], secret_key_file: &Path) -> Result<String, DistError> {
     let sig = minisign::sign(Some(&pk), &sk, Cursor::new(wasm), None, Some(&untrusted))
         .map_err(|e| DistError::BadKey(e.to_string()))?;
     Ok(sig.into_string())
+}
+
+/// Decodes an unencrypted minisign secret key file (comment line, then base64 of
+/// `"Ed" | kdf "\0\0" | chk "B2" | salt | ops | mem | keynum | sk | checksum`).
+///
+/// `minisign::SecretKey::from_unencrypted_box` is not used because the `minisign` tool 0.11
+/// writes an all-zero checksum for `-W` keys, which that function rejects as corrupted.
+/// Instead the key material is checked by use: [`sign`] passes the derived public key to
+/// `minisign::sign`, which verifies the fresh signature with it, so a key whose halves do not
+/// belong together fails there.
+fn parse_unencrypted_secret_key(text: &str) -> Result<minisign::SecretKey, String> {
+    use base64::Engine;
+    /// 2 + 2 + 2 + 32 + 8 + 8 + 8 + 64 + 32 bytes.
+    const LEN: usize = 158;
+    let line = text
+        .lines()
+        .nth(1)
+        .ok_or("not a minisign secret key file (no key line)")?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(line.trim())
+        .map_err(|e| format!("not a minisign secret key file: {e}"))?;
+    if bytes.len() != LEN || &bytes[..2] != b"Ed" {
+        return Err("not a minisign Ed25519 secret key".into());
+    }
+    if bytes[2..4] != [0, 0] {
+        return Err("the key is encrypted with a password".into());
+    }
+    minisign::SecretKey::from_bytes(&bytes).map_err(|e| e.to_string())
 }
 
 /// The key id that made a signature (16 uppercase hex digits), without verifying it.

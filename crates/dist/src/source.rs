@@ -235,6 +235,7 @@ pub fn is_loopback_host(host: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -29,6 +29,7 @@ async fn local_file_with_request_and_signature() -> anyhow::Result<()> {
     )
     .await
     .unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(matches!(err, DistError::DigestMismatch { .. }), "{err}");
     // Too large.
     let err = fetch(
@@ -43,6 +44,7 @@ async fn local_file_with_request_and_signature() -> anyhow::Result<()> {
     )
     .await
     .unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(matches!(err, DistError::TooLarge { .. }), "{err}");
     // Not a component.
     let not_wasm = dir.path().join("text.wasm");
@@ -50,6 +52,7 @@ async fn local_file_with_request_and_signature() -> anyhow::Result<()> {
     let err = fetch(&Source::File(not_wasm), &FetchOptions::default())
         .await
         .unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(matches!(err, DistError::InvalidSource { .. }), "{err}");
 
     // Good call.

@@ -89,7 +89,7 @@ async fn url_source_brings_request_and_signature() -> anyhow::Result<()> {
     assert_eq!(got.source, format!("{base}/p/calc.wasm"));
     let sig = got.signature.as_deref().unwrap_or_default();
     assert_eq!(
-        verify_signature(&got.wasm, sig, &[keys.public.clone()])?,
+        verify_signature(&got.wasm, sig, std::slice::from_ref(&keys.public))?,
         keys.key_id
     );
 
@@ -109,6 +109,7 @@ async fn url_source_brings_request_and_signature() -> anyhow::Result<()> {
     )
     .await
     .unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(
         matches!(&err, DistError::Http { .. }) && err.to_string().contains("403"),
         "{err}"
@@ -136,6 +137,7 @@ async fn plain_http_off_loopback_is_refused_without_connecting() -> anyhow::Resu
         let err = fetch(&Source::parse(&url)?, &FetchOptions::default())
             .await
             .unwrap_err();
+        eprintln!("refused as expected: {err}");
         assert!(
             matches!(err, DistError::InsecureRefused { .. }),
             "{url}: {err}"
@@ -177,6 +179,7 @@ async fn oversized_bodies_are_refused() -> anyhow::Result<()> {
     )
     .await
     .unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(matches!(err, DistError::TooLarge { .. }), "{err}");
     // With Content-Length: refused before reading.
     let tiny = FetchOptions {
@@ -189,6 +192,7 @@ async fn oversized_bodies_are_refused() -> anyhow::Result<()> {
     let err = fetch(&Source::parse(&format!("{base}/p/calc.wasm"))?, &tiny)
         .await
         .unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(matches!(err, DistError::TooLarge { .. }), "{err}");
     // Oversized request file (200 KiB > 64 KiB default) and signature (100 KiB > 16 KiB).
     let err = fetch(
@@ -197,6 +201,7 @@ async fn oversized_bodies_are_refused() -> anyhow::Result<()> {
     )
     .await
     .unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(
         matches!(&err, DistError::TooLarge { what, .. } if what.contains("request")),
         "{err}"

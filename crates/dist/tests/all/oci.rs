@@ -67,7 +67,7 @@ async fn publish_then_fetch_by_tag_and_by_digest() -> anyhow::Result<()> {
         verify_signature(
             &got.wasm,
             got.signature.as_deref().unwrap_or(""),
-            &[keys.public.clone()]
+            std::slice::from_ref(&keys.public)
         )?,
         keys.key_id
     );
@@ -109,6 +109,7 @@ async fn digest_pin_is_enforced() -> anyhow::Result<()> {
     )
     .await
     .unwrap_err();
+    eprintln!("refused as expected: {err}");
     match &err {
         DistError::DigestMismatch { expected, actual } => {
             assert_eq!(expected, &wrong);
@@ -164,6 +165,8 @@ async fn tampered_blob_in_the_registry_is_refused() -> anyhow::Result<()> {
     let err = fetch(&Source::Oci(target.clone()), &opts())
         .await
         .unwrap_err();
+
+    eprintln!("refused as expected: {err}");
     assert!(matches!(err, DistError::Registry { .. }), "{err}");
     assert!(err.to_string().contains("digest"), "{err}");
 
@@ -220,10 +223,13 @@ async fn wkg_style_artifact_fetches_and_several_wasm_layers_are_refused() -> any
     let err = fetch(&Source::Oci(reg.oci("evil/calc:1")), &opts())
         .await
         .unwrap_err();
+
+    eprintln!("refused as expected: {err}");
     assert!(err.to_string().contains("several"), "{err}");
     let err = fetch(&Source::Oci(reg.oci("evil/empty:1")), &opts())
         .await
         .unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(
         err.to_string().contains("no `application/wasm` layer"),
         "{err}"
@@ -268,20 +274,28 @@ async fn oversized_layers_and_manifests_are_refused() -> anyhow::Result<()> {
             max_manifest_bytes: 100,
             ..Limits::default()
         },
-        Limits {
-            max_layers: 1,
-            ..Limits::default()
-        },
     ];
     for limits in cases {
         let err = fetch(&Source::Oci(target.clone()), &small(limits.clone()))
             .await
             .unwrap_err();
+        eprintln!("refused as expected: {err}");
         assert!(
             matches!(err, DistError::TooLarge { .. }),
             "{limits:?}: {err}"
         );
     }
+    let err = fetch(
+        &Source::Oci(target.clone()),
+        &small(Limits {
+            max_layers: 1,
+            ..Limits::default()
+        }),
+    )
+    .await
+    .unwrap_err();
+    eprintln!("refused as expected: {err}");
+    assert!(err.to_string().contains("2 layers"), "{err}");
     // Good call: exactly at the limits.
     let got = fetch(
         &Source::Oci(target),
@@ -311,6 +325,7 @@ async fn publish_refuses_what_is_not_a_component_or_has_no_tag() -> anyhow::Resu
     )
     .await
     .unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(matches!(err, DistError::InvalidSource { .. }), "{err}");
     let by_digest = Source::parse(&format!("oci://{}/x/y@{}", reg.addr, sha256_digest(b"")))?;
     let Source::Oci(by_digest) = by_digest else {

@@ -1,7 +1,9 @@
 //! minisign interoperability both ways with the real `minisign` tool, and the refusals:
 //! untrusted key, tampered component, garbage signature.
 
-use toolhost_dist::{DistError, sign, signature_key_id, verify_signature};
+use toolhost_dist::{
+    DistError, Fetched, check_signature, sha256_digest, sign, signature_key_id, verify_signature,
+};
 
 use crate::support::{Keys, calc_wasm};
 
@@ -18,6 +20,7 @@ fn minisign_tool_signature_verifies_and_tampering_is_refused() -> anyhow::Result
     let mid = tampered.len() / 2;
     tampered[mid] ^= 0x01;
     let err = verify_signature(&tampered, &sig, std::slice::from_ref(&keys.public)).unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(matches!(err, DistError::BadSignature(_)), "{err}");
 
     // Good call: the untouched component verifies, and the key id is minisign's.
@@ -35,6 +38,7 @@ fn signature_by_an_untrusted_key_is_refused() -> anyhow::Result<()> {
     let wasm = calc_wasm();
     let sig = signer.minisign_sign(&wasm)?;
     let err = verify_signature(&wasm, &sig, std::slice::from_ref(&other.public)).unwrap_err();
+    eprintln!("refused as expected: {err}");
     match &err {
         DistError::UntrustedKey { key_id } => assert_eq!(key_id, &signer.key_id),
         _ => panic!("expected UntrustedKey, got {err}"),
@@ -88,6 +92,7 @@ fn garbage_signatures_and_keys_are_typed_errors() -> anyhow::Result<()> {
         &"A".repeat(100_000),
     ] {
         let err = verify_signature(&wasm, garbage, std::slice::from_ref(&keys.public)).unwrap_err();
+        eprintln!("refused as expected: {err}");
         assert!(
             matches!(err, DistError::BadSignature(_) | DistError::TooLarge { .. }),
             "{err}"
@@ -95,7 +100,18 @@ fn garbage_signatures_and_keys_are_typed_errors() -> anyhow::Result<()> {
     }
     let sig = keys.minisign_sign(&wasm)?;
     let err = verify_signature(&wasm, &sig, &["not a key".to_string()]).unwrap_err();
+    eprintln!("refused as expected: {err}");
     assert!(matches!(err, DistError::BadKey(_)), "{err}");
+    // An encrypted secret key (the kdf field set) is refused with a message saying so.
+    let text = std::fs::read_to_string(&keys.secret_file)?;
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut raw = base64_decode(&lines[1]);
+    raw[2..4].copy_from_slice(b"Sc");
+    lines[1] = base64_encode(&raw);
+    let encrypted = keys.dir.path().join("encrypted.key");
+    std::fs::write(&encrypted, lines.join("\n"))?;
+    let err = sign(&wasm, &encrypted).unwrap_err();
+    assert!(err.to_string().contains("encrypted"), "{err}");
     // A secret key that is not one.
     let bogus = keys.dir.path().join("bogus.key");
     std::fs::write(&bogus, "untrusted comment: nope\nAAAA\n")?;
@@ -104,6 +120,73 @@ fn garbage_signatures_and_keys_are_typed_errors() -> anyhow::Result<()> {
     assert_eq!(
         verify_signature(&wasm, &sig, std::slice::from_ref(&keys.public))?,
         keys.key_id
+    );
+    Ok(())
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(s.trim())
+        .unwrap()
+}
+
+fn base64_encode(b: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+fn fetched(wasm: &[u8], signature: Option<String>) -> Fetched {
+    Fetched {
+        name: "calc".into(),
+        wasm: wasm.to_vec(),
+        digest: sha256_digest(wasm),
+        request: None,
+        signature,
+        source: "file:///calc.wasm".into(),
+    }
+}
+
+#[test]
+fn install_rule_refuses_unsigned_and_untrusted_unless_allowed_and_bad_always() -> anyhow::Result<()>
+{
+    let (Some(signer), Some(other)) = (Keys::generate()?, Keys::generate()?) else {
+        return Ok(());
+    };
+    let wasm = calc_wasm();
+    let trusted = std::slice::from_ref(&signer.public);
+    let sig = signer.minisign_sign(&wasm)?;
+    let by_other = other.minisign_sign(&wasm)?;
+    let mut tampered = wasm.clone();
+    tampered[100] ^= 1;
+
+    assert!(matches!(
+        check_signature(&fetched(&wasm, None), trusted, false),
+        Err(DistError::Unsigned)
+    ));
+    assert!(matches!(
+        check_signature(&fetched(&wasm, Some(by_other.clone())), trusted, false),
+        Err(DistError::UntrustedKey { .. })
+    ));
+    // A bad signature by a trusted key is refused even with allow_unsigned.
+    assert!(matches!(
+        check_signature(&fetched(&tampered, Some(sig.clone())), trusted, true),
+        Err(DistError::BadSignature(_))
+    ));
+    assert!(matches!(
+        check_signature(&fetched(&wasm, Some("garbage".into())), trusted, true),
+        Err(DistError::BadSignature(_))
+    ));
+    // Allowed: unsigned and untrusted pass without a signer.
+    assert_eq!(check_signature(&fetched(&wasm, None), trusted, true)?, None);
+    assert_eq!(
+        check_signature(&fetched(&wasm, Some(by_other)), trusted, true)?,
+        None
+    );
+    // Good call: signed by the trusted key.
+    assert_eq!(
+        check_signature(&fetched(&wasm, Some(sig)), trusted, false)?,
+        Some(signer.key_id.clone())
     );
     Ok(())
 }
