@@ -65,6 +65,14 @@ pub enum DistError {
         /// The host that would have been reached.
         host: String,
     },
+    /// The whole fetch took longer than `Limits::total_timeout`.
+    #[error("fetching {source_str} took longer than {seconds} s")]
+    TimedOut {
+        /// The source.
+        source_str: String,
+        /// The limit, in seconds.
+        seconds: u64,
+    },
     /// The registry refused a request or sent something that is not a valid Wasm artifact.
     #[error("registry {registry}: {reason}")]
     Registry {

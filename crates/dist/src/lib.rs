@@ -54,6 +54,8 @@ pub struct Limits {
     pub connect_timeout: Duration,
     /// How long a connection may stay silent while reading (default 30 s).
     pub read_timeout: Duration,
+    /// How long a whole fetch (component, request, signature) may take (default 10 min).
+    pub total_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -66,6 +68,7 @@ impl Default for Limits {
             max_layers: 16,
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
+            total_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -106,11 +109,19 @@ pub async fn fetch(source: &Source, opts: &FetchOptions) -> Result<Fetched, Dist
         .as_deref()
         .map(source::check_digest)
         .transpose()?;
-    let fetched = match source {
-        Source::File(path) => fetch_file(path, &opts.limits)?,
-        Source::Https(url) => http::fetch(url, opts).await?,
-        Source::Oci(r) => oci::fetch(r, opts).await?,
+    let fetching = async {
+        match source {
+            Source::File(path) => fetch_file(path, &opts.limits),
+            Source::Https(url) => http::fetch(url, opts).await,
+            Source::Oci(r) => oci::fetch(r, opts).await,
+        }
     };
+    let fetched = tokio::time::timeout(opts.limits.total_timeout, fetching)
+        .await
+        .map_err(|_| DistError::TimedOut {
+            source_str: source.to_string(),
+            seconds: opts.limits.total_timeout.as_secs(),
+        })??;
     if !fetched.wasm.starts_with(b"\0asm") {
         return Err(DistError::InvalidSource {
             source_str: fetched.source,

@@ -107,7 +107,7 @@ pub(crate) async fn fetch(r: &OciRef, opts: &FetchOptions) -> Result<Fetched, Di
         .auth(&reference, &auth, RegistryOperation::Pull)
         .await
         .map_err(|e| reg_err(format!("authentication failed: {}", error_chain(&e))))?;
-    let manifest = pull_manifest(r, &reference, scheme, token, &auth, limits).await?;
+    let manifest = pull_manifest(r, &reference, scheme, token, &auth, opts).await?;
 
     let mut wasm_layer = None;
     let mut request_layer = None;
@@ -195,10 +195,11 @@ async fn pull_manifest(
     scheme: &str,
     token: Option<String>,
     auth: &RegistryAuth,
-    limits: &Limits,
+    opts: &FetchOptions,
 ) -> Result<OciImageManifest, DistError> {
+    let limits = &opts.limits;
     let reg_err = |reason: String| registry_error(&r.registry, reason);
-    let http = crate::http::client(limits, false)?;
+    let http = crate::http::client(limits, opts.insecure)?;
     let target = reference.digest().or(reference.tag()).unwrap_or("latest");
     let url = format!(
         "{scheme}://{}/v2/{}/manifests/{target}",

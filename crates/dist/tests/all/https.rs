@@ -53,6 +53,18 @@ async fn serve(files: Arc<Files>) -> anyhow::Result<String> {
                 Body::from_stream(futures::stream::iter(chunks))
             }),
         )
+        // A body that trickles forever: one byte every 50 ms (never silent long enough for
+        // the read timeout), so only the total timeout ends it.
+        .route(
+            "/drip/calc.wasm",
+            get(|| async {
+                let drip = futures::stream::unfold((), |()| async {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    Some((Ok::<_, std::io::Error>(vec![0u8]), ()))
+                });
+                Body::from_stream(drip)
+            }),
+        )
         .route(
             "/gone/calc.wasm",
             get(|| async { (StatusCode::FORBIDDEN, "no") }),
@@ -212,6 +224,34 @@ async fn oversized_bodies_are_refused() -> anyhow::Result<()> {
         &FetchOptions::default(),
     )
     .await?;
+    assert_eq!(got.wasm, wasm);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_never_ending_trickle_hits_the_total_timeout() -> anyhow::Result<()> {
+    let wasm = calc_wasm();
+    let files = Arc::new(Files {
+        signature: String::new(),
+        request: String::new(),
+        wasm: wasm.clone(),
+        hits: AtomicUsize::new(0),
+    });
+    let base = serve(files).await?;
+    let opts = FetchOptions {
+        limits: Limits {
+            total_timeout: std::time::Duration::from_secs(1),
+            ..Limits::default()
+        },
+        ..FetchOptions::default()
+    };
+    let err = fetch(&Source::parse(&format!("{base}/drip/calc.wasm"))?, &opts)
+        .await
+        .unwrap_err();
+    eprintln!("refused as expected: {err}");
+    assert!(matches!(err, DistError::TimedOut { .. }), "{err}");
+    // Good call with the same limits.
+    let got = fetch(&Source::parse(&format!("{base}/bare/calc.wasm"))?, &opts).await?;
     assert_eq!(got.wasm, wasm);
     Ok(())
 }
