@@ -11,6 +11,7 @@ pub mod common;
 pub mod inspect;
 pub mod list;
 pub mod new;
+pub mod publish;
 pub mod serve;
 
 /// toolhost: run sandboxed WebAssembly tools, MCP tools and native tools for LLMs.
@@ -52,6 +53,8 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Scaffold a new plugin from a template.
     New(new::NewArgs),
+    /// Push a component (with its request file and signature) to an OCI registry.
+    Publish(publish::PublishArgs),
 }
 
 impl Cli {
@@ -73,6 +76,7 @@ impl Cli {
             Command::Serve(a) => serve::run(a).await,
             Command::Chat(a) => chat::run(a).await,
             Command::New(a) => new::run(a).await,
+            Command::Publish(a) => publish::run(a).await,
         }
     }
 }
