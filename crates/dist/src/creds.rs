@@ -47,13 +47,16 @@ fn docker_config_auth(registry: &str) -> Option<(String, String)> {
         .take(MAX_DOCKER_CONFIG_BYTES)
         .read_to_string(&mut text)
         .ok()?;
-    let config: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::warn!(path = %path.display(), "ignoring an unreadable Docker config: {e}");
-            return None;
-        }
-    };
+    let found = auth_from_docker_config(&text, registry);
+    if found.is_none() {
+        tracing::debug!(path = %path.display(), registry, "no usable `auths` entry in the Docker config");
+    }
+    found
+}
+
+/// The `user:password` of `auths.<registry>.auth` in a Docker config's text.
+fn auth_from_docker_config(text: &str, registry: &str) -> Option<(String, String)> {
+    let config: serde_json::Value = serde_json::from_str(text).ok()?;
     let auths = config.get("auths")?.as_object()?;
     let entry = auths.iter().find_map(|(key, value)| {
         (auth_key_host(key) == registry
@@ -80,7 +83,7 @@ fn auth_key_host(key: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::auth_key_host;
+    use super::{auth_from_docker_config, auth_key_host};
 
     #[test]
     fn docker_config_keys() {
@@ -90,5 +93,26 @@ mod tests {
             "index.docker.io"
         );
         assert_eq!(auth_key_host("http://reg.example:8080"), "reg.example:8080");
+    }
+
+    #[test]
+    fn docker_config_auths() {
+        // base64("alice:s3cr:et") — the password may contain ':'.
+        let config = r#"{"auths": {
+            "127.0.0.1:5000": {"auth": "YWxpY2U6czNjcjpldA=="},
+            "https://index.docker.io/v1/": {"auth": "Ym9iOnB3"},
+            "broken.example": {"auth": "!!!"}
+        }, "credsStore": "desktop"}"#;
+        assert_eq!(
+            auth_from_docker_config(config, "127.0.0.1:5000"),
+            Some(("alice".into(), "s3cr:et".into()))
+        );
+        assert_eq!(
+            auth_from_docker_config(config, "docker.io"),
+            Some(("bob".into(), "pw".into()))
+        );
+        assert_eq!(auth_from_docker_config(config, "broken.example"), None);
+        assert_eq!(auth_from_docker_config(config, "other.example"), None);
+        assert_eq!(auth_from_docker_config("not json", "127.0.0.1:5000"), None);
     }
 }

@@ -65,6 +65,16 @@ async fn serve(files: Arc<Files>) -> anyhow::Result<String> {
                 Body::from_stream(drip)
             }),
         )
+        // A redirect to plain HTTP off loopback: refused at the hop, before connecting there.
+        .route(
+            "/redirect/calc.wasm",
+            get(|| async {
+                (
+                    StatusCode::FOUND,
+                    [(axum::http::header::LOCATION, "http://192.0.2.1/calc.wasm")],
+                )
+            }),
+        )
         .route(
             "/gone/calc.wasm",
             get(|| async { (StatusCode::FORBIDDEN, "no") }),
@@ -156,6 +166,19 @@ async fn plain_http_off_loopback_is_refused_without_connecting() -> anyhow::Resu
         );
     }
     assert_eq!(files.hits.load(Ordering::SeqCst), 0);
+    // The same rule on a redirect hop.
+    let err = fetch(
+        &Source::parse(&format!("{base}/redirect/calc.wasm"))?,
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    eprintln!("refused as expected: {err}");
+    assert!(
+        matches!(&err, DistError::Http { .. })
+            && err.to_string().contains("refusing plain HTTP to 192.0.2.1"),
+        "{err}"
+    );
     // Good call: loopback over plain HTTP is fine.
     let got = fetch(
         &Source::parse(&format!("{base}/p/calc.wasm"))?,

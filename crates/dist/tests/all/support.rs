@@ -202,7 +202,7 @@ pub struct Keys {
     pub minisign: PathBuf,
     /// The public-key line (`RWQ…`): what `[trust] keys` holds.
     pub public: String,
-    /// The key id minisign printed in the `.pub` file's comment.
+    /// The key id minisign printed in the `.pub` file's comment, as 16 hex digits.
     pub key_id: String,
     /// The `.pub` file.
     pub public_file: PathBuf,
@@ -240,13 +240,14 @@ impl Keys {
             .context("empty .pub")?
             .trim()
             .to_string();
-        // "untrusted comment: minisign public key 0123456789ABCDEF"
-        let key_id = text
+        // "untrusted comment: minisign public key 123456789ABCDEF": minisign 0.11 prints the
+        // id without leading zeros; toolhost always writes 16 digits.
+        let printed = text
             .lines()
             .next()
             .and_then(|l| l.rsplit(' ').next())
-            .context("no key id in the .pub comment")?
-            .to_string();
+            .context("no key id in the .pub comment")?;
+        let key_id = format!("{:016X}", u64::from_str_radix(printed, 16)?);
         Ok(Some(Keys {
             minisign,
             public,
