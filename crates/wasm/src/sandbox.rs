@@ -347,7 +347,8 @@ pub(crate) struct StateSpec<'a> {
 }
 
 impl HostState {
-    /// Builds the sandbox of one call. Fails only if a preopen directory vanished.
+    /// Builds the sandbox of one call. Fails if a granted folder could not be opened at
+    /// load or was replaced since (see [`crate::dirs`]).
     pub(crate) fn new(spec: StateSpec<'_>) -> Result<Self, String> {
         let g = spec.grant;
         let denials: Denials = Arc::new(Mutex::new(Vec::new()));

@@ -245,7 +245,7 @@ async fn a_fifo_in_a_read_grant_is_refused_instead_of_blocking() {
 }
 
 #[tokio::test]
-async fn progress_and_log_floods_are_bounded() {
+async fn a_progress_flood_is_bounded() {
     let l = layout();
     let reg = load(&l, "").await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -274,8 +274,64 @@ async fn progress_and_log_floods_are_bounded() {
         "{biggest} bytes"
     );
     ping(&reg).await;
+}
 
+/// Everything `tracing` writes on this thread, as text.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn a_log_flood_is_capped_and_cannot_forge_lines() {
+    let l = layout();
+    let reg = load(&l, "").await;
+    let cap = Captured::default();
+    let sub = tracing_subscriber::fmt()
+        .with_writer(cap.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    // The test runtime is single-threaded, so the guest's host calls log on this thread.
+    let guard = tracing::subscriber::set_default(sub);
+    tracing::callsite::rebuild_interest_cache();
     let inv = call(&reg, "log_flood", json!({"count": 5000, "size": 65536})).await;
+    drop(guard);
     assert!(inv.is_ok(), "{}", inv.model_text());
+    let out =
+        String::from_utf8_lossy(&cap.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+    let forged_lines = out.lines().filter(|l| l.contains("forged line")).count();
+    assert_eq!(forged_lines, toolhost_wasm::reports::MAX_LOG_LINES as usize);
+    assert!(
+        !out.lines().any(|l| l.starts_with("2026-01-01T00:00:00Z")),
+        "a guest forged a log line"
+    );
+    assert!(!out.contains('\x1b'), "an escape sequence reached the log");
+    assert!(
+        out.lines()
+            .all(|l| l.len() <= toolhost_wasm::reports::MAX_LOG_BYTES + 512),
+        "a log line over the cap"
+    );
+    // (The count of dropped lines, logged at the end of the call, is checked by the unit
+    // test `reports::tests::log_lines_over_the_cap_are_counted`: tracing's per-callsite
+    // interest cache is shared with tests running on other threads without a subscriber.)
     ping(&reg).await;
 }
