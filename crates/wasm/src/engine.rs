@@ -142,6 +142,9 @@ impl WasmEngine {
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| EngineError::Linker(format!("wasi: {e:#}")))?;
+        // Grant checks in front of some wasi functions (Delete, FIFOs, DNS): see guard.rs.
+        crate::guard::add_to_linker(&mut linker)
+            .map_err(|e| EngineError::Linker(format!("wasi guards: {e:#}")))?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| EngineError::Linker(format!("wasi:http: {e:#}")))?;
         bindings::Tool::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)

@@ -22,12 +22,16 @@
 //! ```
 
 pub mod component;
+pub mod dirs;
 pub mod engine;
 pub mod error;
+pub(crate) mod guard;
 pub mod limits;
 pub mod loader;
 pub mod net;
+mod pinned;
 pub mod policy;
+pub mod reports;
 pub mod sandbox;
 
 pub use component::{Plugin, ToolSpec, WasmTool};
@@ -50,31 +54,19 @@ pub mod bindings {
 }
 
 mod host_impl {
+    //! `toolhost:tool/host`: log lines and progress, bounded and cleaned by
+    //! [`crate::reports`].
     use crate::bindings::toolhost::tool::{host, types};
     use crate::sandbox::HostState;
-
-    /// Log lines one call may write; further lines are dropped.
-    const MAX_LOG_LINES: u32 = 1000;
-    /// Longest log line kept, bytes.
-    const MAX_LOG_BYTES: usize = 4096;
 
     impl types::Host for HostState {}
 
     impl host::Host for HostState {
         async fn log(&mut self, level: types::LogLevel, message: String) {
-            self.log_lines += 1;
-            if self.log_lines > MAX_LOG_LINES {
+            let reports = self.reports.get_mut().unwrap_or_else(|e| e.into_inner());
+            let Some(message) = reports.log(&message) else {
                 return;
-            }
-            let mut message = message;
-            if message.len() > MAX_LOG_BYTES {
-                let mut cut = MAX_LOG_BYTES;
-                while !message.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                message.truncate(cut);
-                message.push_str(" [truncated]");
-            }
+            };
             let (plugin, tool) = (&*self.plugin, &*self.tool);
             match level {
                 types::LogLevel::Trace => {
@@ -96,9 +88,8 @@ mod host_impl {
         }
 
         async fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
-            if let Some(ctx) = &self.ctx {
-                ctx.report_progress(progress, total, message);
-            }
+            let reports = self.reports.get_mut().unwrap_or_else(|e| e.into_inner());
+            reports.progress(self.ctx.as_ref(), progress, total, message);
         }
     }
 }

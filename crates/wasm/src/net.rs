@@ -1,5 +1,13 @@
 //! The network allowlist: `scheme://host[:port]` rules with `*.` wildcards, checked on
 //! scheme, host and port for wasi:http, and on resolved IPs for raw sockets.
+//!
+//! Matching rules (see docs/security/wasm-runtime.md):
+//! - a `*.` wildcard matches DNS names only, never an IP literal (`*.0.0.1` does not match
+//!   `127.0.0.1`);
+//! - host names are compared lowercase with one trailing dot removed (`example.com.` is
+//!   `example.com`), on both the rule and the request;
+//! - an authority carrying user information (`user@host`) is refused outright;
+//! - [`is_internal`] lists the addresses a *name* may never lead to.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -38,6 +46,7 @@ impl NetRule {
             return Err("expected only scheme://host[:port], without path, query or user".into());
         }
         let (host, port) = split_host_port(rest)?;
+        let host = normalize_host(&host).to_string();
         let port = port.unwrap_or(default);
         let wildcard_body = host.strip_prefix("*.").unwrap_or(&host);
         if wildcard_body.is_empty() || wildcard_body.contains('*') {
@@ -56,11 +65,35 @@ impl NetRule {
         if !self.scheme.eq_ignore_ascii_case(scheme) || self.port != port {
             return false;
         }
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        if host.contains('@') {
+            return false;
+        }
+        let host = host.to_ascii_lowercase();
+        let host = normalize_host(&host);
         let host = host.trim_start_matches('[').trim_end_matches(']');
         match self.host.strip_prefix("*.") {
-            Some(suffix) => host.len() > suffix.len() + 1 && host.ends_with(&format!(".{suffix}")),
+            // Wildcards are for DNS names: an IP literal never matches one.
+            Some(suffix) => {
+                host.parse::<IpAddr>().is_err()
+                    && host.len() > suffix.len() + 1
+                    && host.ends_with(&format!(".{suffix}"))
+            }
             None => self.host.trim_start_matches('[').trim_end_matches(']') == host,
+        }
+    }
+
+    /// Whether `name` (a DNS name to look up, as wasi:sockets ip-name-lookup gets it) is
+    /// named by this rule: equal to its host, or under its `*.` wildcard. IP literals are
+    /// not names and never match here.
+    pub fn names(&self, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        let name = normalize_host(&name);
+        if name.is_empty() || name.parse::<IpAddr>().is_ok() || self.ip().is_some() {
+            return false;
+        }
+        match self.host.strip_prefix("*.") {
+            Some(suffix) => name.len() > suffix.len() + 1 && name.ends_with(&format!(".{suffix}")),
+            None => self.host == name,
         }
     }
 
@@ -72,6 +105,18 @@ impl NetRule {
             .parse()
             .ok()
     }
+}
+
+/// `host` without one trailing dot (the fully-qualified form names the same host).
+fn normalize_host(host: &str) -> &str {
+    host.strip_suffix('.').unwrap_or(host)
+}
+
+/// Whether a request authority (`[user[:pass]@]host[:port]`) carries user information,
+/// which the gate refuses: credentials do not belong in a URL a tool builds, and `@` is a
+/// classic way to make a URL look like it goes somewhere else.
+pub fn has_userinfo(authority: &str) -> bool {
+    authority.contains('@')
 }
 
 fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
@@ -142,6 +187,14 @@ impl NetAllow {
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
+
+    /// Whether wasi:sockets may look up `name`: an IP literal (no lookup happens), or a
+    /// name some rule names (see [`NetRule::names`]). Everything else is refused, so a
+    /// guest cannot use the host's resolver to probe or exfiltrate through DNS.
+    pub fn allows_lookup(&self, name: &str) -> bool {
+        let bare = name.trim_start_matches('[').trim_end_matches(']');
+        bare.parse::<IpAddr>().is_ok() || self.rules.iter().any(|r| r.names(name))
+    }
 }
 
 #[cfg(test)]
@@ -169,12 +222,68 @@ mod tests {
         assert!(NetRule::parse("https://a.*.com").is_err());
         assert!(NetRule::parse("gopher://x").is_err());
     }
+
+    #[test]
+    fn wildcards_never_match_ip_literals() {
+        let r = rule("http://*.0.0.1");
+        assert!(!r.matches("http", "127.0.0.1", 80));
+        assert!(r.matches("http", "a.0.0.1", 80));
+        let r = rule("http://*.1");
+        assert!(!r.matches("http", "10.0.0.1", 80));
+        assert!(!r.matches("http", "[::1]", 80));
+        assert!(!r.names("127.0.0.1"));
+    }
+
+    #[test]
+    fn userinfo_is_refused_in_rules_and_requests() {
+        assert!(NetRule::parse("https://user@example.com").is_err());
+        assert!(NetRule::parse("https://user:pw@example.com").is_err());
+        let r = rule("https://example.com");
+        assert!(!r.matches("https", "user@example.com", 443));
+        assert!(has_userinfo("evil.com@example.com:443"));
+        assert!(!has_userinfo("example.com:443"));
+    }
+
+    #[test]
+    fn trailing_dot_is_normalised() {
+        let r = rule("https://example.com.");
+        assert_eq!(r.host, "example.com");
+        assert!(r.matches("https", "example.com", 443));
+        assert!(r.matches("https", "EXAMPLE.com.", 443));
+        let r = rule("https://*.example.com");
+        assert!(r.matches("https", "api.example.com.", 443));
+        assert!(!r.matches("https", "example.com.", 443));
+        assert!(!r.matches("https", "api.example.com..", 443));
+    }
+
+    #[test]
+    fn lookups_only_for_named_hosts() {
+        let allow = NetAllow::new(vec![
+            rule("https://api.example.com"),
+            rule("https://*.github.com"),
+            rule("http://127.0.0.1:8080"),
+        ]);
+        assert!(allow.allows_lookup("api.example.com"));
+        assert!(allow.allows_lookup("API.example.com."));
+        assert!(allow.allows_lookup("raw.github.com"));
+        assert!(allow.allows_lookup("127.0.0.1"));
+        assert!(allow.allows_lookup("::1"));
+        assert!(!allow.allows_lookup("github.com"));
+        assert!(!allow.allows_lookup("secret-data.attacker.example"));
+        assert!(!allow.allows_lookup("localhost"));
+        assert!(!NetAllow::default().allows_lookup("example.com"));
+    }
 }
 
 /// Whether `ip` belongs to the host's own or a private network rather than the public
 /// internet: unspecified, loopback, private (RFC 1918), shared (100.64/10), link-local,
-/// benchmarking (198.18/15), reserved (240/4), broadcast, multicast; for IPv6 also unique
-/// local (fc00::/7), link-local (fe80::/10), and IPv4-mapped/compatible forms of these.
+/// IETF protocol assignments (192.0.0/24), documentation ranges, benchmarking (198.18/15),
+/// reserved (240/4), broadcast, multicast; for IPv6 also unique local (fc00::/7),
+/// link-local (fe80::/10), site-local (fec0::/10), documentation (2001:db8::/32), and every
+/// form that embeds an IPv4 address or tunnels to one: IPv4-mapped/compatible, NAT64
+/// (64:ff9b::/96 and the local-use 64:ff9b:1::/48), 6to4 (2002::/16) and Teredo
+/// (2001::/32). A tunnelled address is internal however public its embedded IPv4 looks:
+/// the relay or translator that would carry it may sit inside the host's network.
 pub fn is_internal(ip: std::net::IpAddr) -> bool {
     use std::net::IpAddr;
     match ip {
@@ -187,6 +296,10 @@ pub fn is_internal(ip: std::net::IpAddr) -> bool {
                 || v4.is_broadcast()
                 || v4.is_multicast()
                 || o[0] == 0
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+                || (o[0] == 192 && o[1] == 0 && o[2] == 2)
+                || (o[0] == 198 && o[1] == 51 && o[2] == 100)
+                || (o[0] == 203 && o[1] == 0 && o[2] == 113)
                 || (o[0] == 100 && (o[1] & 0xc0) == 64)
                 || (o[0] == 198 && (o[1] & 0xfe) == 18)
                 || o[0] >= 240
@@ -202,6 +315,13 @@ pub fn is_internal(ip: std::net::IpAddr) -> bool {
                 || v6.is_multicast()
                 || (s[0] & 0xfe00) == 0xfc00
                 || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] & 0xffc0) == 0xfec0
+                // NAT64 well-known prefix (64:ff9b::/96) and local-use prefix (64:ff9b:1::/48)
+                || (s[0] == 0x64 && s[1] == 0xff9b)
+                // 6to4
+                || s[0] == 0x2002
+                // Teredo (2001:0::/32) and documentation (2001:db8::/32)
+                || (s[0] == 0x2001 && (s[1] == 0 || s[1] == 0xdb8))
         }
     }
 }
@@ -228,6 +348,15 @@ mod internal_tests {
             "fe80::1",
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
+            "192.0.0.1",
+            "192.0.0.170",
+            "64:ff9b::7f00:1",
+            "64:ff9b::808:808",
+            "64:ff9b:1::a00:1",
+            "2002:7f00:1::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:db8::1",
+            "fec0::1",
         ] {
             assert!(is_internal(a.parse().unwrap()), "{a} should be internal");
         }
@@ -236,6 +365,9 @@ mod internal_tests {
             "8.8.8.8",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+            "192.0.1.1",
+            "2001:4860:4860::8888",
+            "2a00:1450:4001::1",
         ] {
             assert!(!is_internal(a.parse().unwrap()), "{a} should be public");
         }

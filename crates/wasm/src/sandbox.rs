@@ -7,10 +7,16 @@
 //! | policy key | needs declared | becomes |
 //! |---|---|---|
 //! | `read` | Read, Write or FileSystem | read-only preopen at the same path |
-//! | `write` | Write | read-write preopen at the same path (also allows delete) |
+//! | `write` | Write | read-write preopen at the same path: create, write, truncate |
+//! | `write` + Delete declared | Write and Delete | also unlink, rmdir and rename in it |
 //! | `network` | Network | wasi:http allowlist (scheme, host, port) |
-//! | `sockets` | Network | TCP to allowlisted IP:port (resolved) |
+//! | `sockets` | Network | TCP to allowlisted IP:port (resolved); lookups of allowlisted names only |
 //! | `env` | (nothing) | the named host variables |
+//!
+//! Granted folders are opened once, at load, and held ([`crate::dirs`]); each call's
+//! preopens come from those handles, never from re-resolving the path. Deleting and
+//! renaming are checked in [`crate::guard`]; opening with truncate counts as writing (the
+//! same bytes could be overwritten by a plain write), not as deleting.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,9 +31,11 @@ use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
+use crate::dirs::HeldDirs;
 use crate::limits::{MemoryLimiter, StopReason};
 use crate::net::{NetAllow, NetRule};
 use crate::policy::Policy;
+use crate::reports::Reports;
 
 /// The concrete capabilities one tool gets on each call.
 #[derive(Debug, Clone, Default)]
@@ -40,6 +48,10 @@ pub struct Grant {
     pub network: Vec<NetRule>,
     /// Raw TCP sockets to allowlisted addresses.
     pub sockets: bool,
+    /// Unlink, rmdir and rename inside the write folders (the tool declared Delete).
+    pub delete: bool,
+    /// The read and write folders, opened at load and held (see [`crate::dirs`]).
+    pub held: HeldDirs,
     /// Environment variable names passed in (when set on the host).
     pub env: Vec<String>,
     /// Why some offered capability was not granted (for `inspect` and denial messages).
@@ -62,6 +74,13 @@ impl Grant {
         }
         if has(Permission::Write) {
             g.write = policy.write.clone();
+            g.delete = has(Permission::Delete);
+            if !g.delete && !g.write.is_empty() {
+                g.withheld.push(
+                    "deleting and renaming in `write` dirs withheld: the tool did not declare Delete"
+                        .into(),
+                );
+            }
         } else if !policy.write.is_empty() {
             g.withheld
                 .push("`write` dirs withheld: the tool did not declare Write".into());
@@ -73,6 +92,7 @@ impl Grant {
             g.withheld
                 .push("`network` withheld: the tool did not declare Network".into());
         }
+        g.held = HeldDirs::open(&g.read, &g.write, &policy.write);
         g
     }
 }
@@ -148,7 +168,10 @@ impl tokio::io::AsyncWrite for CappedPipe {
 /// Denials met during one call, with the policy line that would allow each.
 pub type Denials = Arc<Mutex<Vec<String>>>;
 
-fn push(denials: &Denials, msg: String) {
+/// Records a denial (logged, and kept for the call's error message; at most 32 per call).
+/// The text may quote guest-chosen names, so it is cleaned of control characters.
+pub(crate) fn record_denial(denials: &Denials, msg: String) {
+    let msg = crate::reports::clean(&msg, 1024);
     tracing::info!(target: "toolhost::sandbox", "{msg}");
     let mut d = denials.lock().unwrap_or_else(|e| e.into_inner());
     if d.len() < 32 {
@@ -185,6 +208,18 @@ impl WasiHttpHooks for HttpGate {
         drop(fut);
         let uri = request.uri();
         let scheme = uri.scheme_str().unwrap_or("https").to_ascii_lowercase();
+        if uri
+            .authority()
+            .is_some_and(|a| crate::net::has_userinfo(a.as_str()))
+        {
+            record_denial(
+                &self.denials,
+                format!(
+                    "network access to {scheme}://… denied: the URL carries user information (`user@host`), which is never allowed"
+                ),
+            );
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        }
         let host = uri.host().unwrap_or("").to_string();
         let port = uri
             .port_u16()
@@ -206,79 +241,61 @@ impl WasiHttpHooks for HttpGate {
                     "network access to {target} denied: the tool did not declare the Network permission"
                 )
             };
-            push(&self.denials, msg);
+            record_denial(&self.denials, msg);
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         // The allowlist matched the URL's host *name*. A name must not be a way into the
         // host's own network (DNS rebinding, wildcard entries such as `*.nip.io`): it is
-        // resolved here, every address must be public, and plain-http requests are sent to
-        // the vetted address (the Host header keeps the name). Loopback, private and
-        // link-local addresses are reachable only through an IP-literal entry.
+        // resolved here, once; every address must be public; and the request (http or
+        // https) is sent to the vetted address with no second lookup (the Host header and
+        // the TLS server name keep the name). Loopback, private and link-local addresses
+        // are reachable only through an IP-literal entry.
         let denials = self.denials.clone();
         let policy_file = self.policy_file.clone();
         Box::new(async move {
             use http_body_util::BodyExt;
-            let mut request = request;
-            if host
-                .trim_matches(['[', ']'])
-                .parse::<std::net::IpAddr>()
-                .is_err()
-            {
-                let addrs: Vec<SocketAddr> =
-                    match tokio::net::lookup_host((host.as_str(), port)).await {
-                        Ok(a) => a.collect(),
-                        Err(e) => {
-                            return Err(wasmtime_wasi_http::Error::DnsError {
-                                rcode: Some(e.to_string()),
-                                info_code: None,
-                            });
-                        }
-                    };
-                if let Some(bad) = addrs.iter().find(|a| crate::net::is_internal(a.ip())) {
-                    let ip = bad.ip();
-                    let literal = if ip.is_ipv6() {
-                        format!("[{ip}]")
-                    } else {
-                        ip.to_string()
-                    };
-                    push(
-                        &denials,
-                        format!(
-                            "network access to {scheme}://{host}:{port} denied: the name resolves to the internal address {ip}, and names may only reach public addresses; to allow it add \"{scheme}://{literal}:{port}\" to `network` in {policy_file} and use that URL"
-                        ),
-                    );
-                    return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
-                }
-                let Some(first) = addrs.first() else {
-                    return Err(wasmtime_wasi_http::Error::DestinationNotFound);
-                };
-                if scheme == "http" {
-                    // Connect to the address just checked, not to whatever a second lookup
-                    // would return. (For https, TLS verification of the name protects.)
-                    match pin_authority(request.uri(), first.ip(), port) {
-                        Some(uri) => *request.uri_mut() = uri,
-                        None => return Err(wasmtime_wasi_http::Error::HttpRequestUriInvalid),
-                    }
-                }
+            let bare = host.trim_matches(['[', ']']);
+            if bare.parse::<std::net::IpAddr>().is_ok() {
+                // An IP literal: connecting needs no lookup.
+                let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+                return Ok((
+                    res.map(BodyExt::boxed_unsync),
+                    Box::new(io) as Box<dyn Future<Output = _> + Send>,
+                ));
             }
-            let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            Ok((
-                res.map(BodyExt::boxed_unsync),
-                Box::new(io) as Box<dyn Future<Output = _> + Send>,
-            ))
+            let name = host.strip_suffix('.').unwrap_or(&host).to_string();
+            let addrs: Vec<SocketAddr> = match tokio::net::lookup_host((name.as_str(), port)).await
+            {
+                Ok(a) => a.collect(),
+                Err(e) => {
+                    return Err(wasmtime_wasi_http::Error::DnsError {
+                        rcode: Some(e.to_string()),
+                        info_code: None,
+                    });
+                }
+            };
+            if let Some(bad) = addrs.iter().find(|a| crate::net::is_internal(a.ip())) {
+                let ip = bad.ip();
+                let literal = if ip.is_ipv6() {
+                    format!("[{ip}]")
+                } else {
+                    ip.to_string()
+                };
+                record_denial(
+                    &denials,
+                    format!(
+                        "network access to {scheme}://{host}:{port} denied: the name resolves to the internal address {ip}, and names may only reach public addresses; to allow it add \"{scheme}://{literal}:{port}\" to `network` in {policy_file} and use that URL"
+                    ),
+                );
+                return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
+            }
+            let Some(first) = addrs.first() else {
+                return Err(wasmtime_wasi_http::Error::DestinationNotFound);
+            };
+            let tls_name = (scheme == "https").then_some(name.as_str());
+            crate::pinned::send(request, options, *first, tls_name).await
         })
     }
-}
-
-/// `uri` with its authority replaced by `ip:port` (scheme, path and query kept).
-fn pin_authority(uri: &http::Uri, ip: std::net::IpAddr, port: u16) -> Option<http::Uri> {
-    let authority = match ip {
-        std::net::IpAddr::V4(ip) => format!("{ip}:{port}"),
-        std::net::IpAddr::V6(ip) => format!("[{ip}]:{port}"),
-    };
-    let mut parts = uri.clone().into_parts();
-    parts.authority = Some(authority.parse().ok()?);
-    http::Uri::from_parts(parts).ok()
 }
 
 /// The data of one call's `Store`.
@@ -292,7 +309,9 @@ pub struct HostState {
     pub(crate) plugin: Arc<str>,
     pub(crate) tool: Arc<str>,
     pub(crate) ctx: Option<ToolContext>,
-    pub(crate) log_lines: u32,
+    pub(crate) reports: Mutex<Reports>,
+    pub(crate) may_delete: bool,
+    pub(crate) allow: NetAllow,
     pub(crate) denials: Denials,
     pub(crate) stdout: CappedPipe,
     pub(crate) stderr: CappedPipe,
@@ -328,7 +347,8 @@ pub(crate) struct StateSpec<'a> {
 }
 
 impl HostState {
-    /// Builds the sandbox of one call. Fails only if a preopen directory vanished.
+    /// Builds the sandbox of one call. Fails if a granted folder could not be opened at
+    /// load or was replaced since (see [`crate::dirs`]).
     pub(crate) fn new(spec: StateSpec<'_>) -> Result<Self, String> {
         let g = spec.grant;
         let denials: Denials = Arc::new(Mutex::new(Vec::new()));
@@ -341,17 +361,30 @@ impl HostState {
                 b.env(name, v);
             }
         }
-        for dir in &g.read {
-            let guest = dir.to_string_lossy().into_owned();
-            b.preopened_dir(dir, guest, FsPerms::ReadOnly)
-                .map_err(|e| format!("cannot open read dir {}: {e}", dir.display()))?;
-        }
-        for dir in &g.write {
-            let guest = dir.to_string_lossy().into_owned();
-            b.preopened_dir(dir, guest, FsPerms::ReadWrite)
-                .map_err(|e| format!("cannot open write dir {}: {e}", dir.display()))?;
+        // The preopens come from the handles opened at load (a Grant built by hand,
+        // without them, gets handles opened now, for this call).
+        let fresh;
+        let held = if g.held.holds(&g.read, &g.write) {
+            &g.held
+        } else {
+            fresh = HeldDirs::open(&g.read, &g.write, &g.write);
+            &fresh
+        };
+        for (dirs, perms, what) in [
+            (&held.read, FsPerms::ReadOnly, "read"),
+            (&held.write, FsPerms::ReadWrite, "write"),
+        ] {
+            for dir in dirs {
+                let guest = dir.path().to_string_lossy().into_owned();
+                let host = dir
+                    .preopen_path()
+                    .map_err(|e| format!("{what} dir unavailable: {e}"))?;
+                b.preopened_dir(&host, guest, perms)
+                    .map_err(|e| format!("cannot open {what} dir {}: {e}", dir.path().display()))?;
+            }
         }
         let allow = NetAllow::new(g.network.clone());
+        let allow_copy = allow.clone();
         if g.sockets {
             b.allow_tcp(true)
                 .allow_udp(false)
@@ -370,7 +403,7 @@ impl HostState {
                         SocketAddrUse::TcpConnect => {
                             let ok = allow.allows_addr(addr).await;
                             if !ok {
-                                push(
+                                record_denial(
                                     &denials,
                                     format!("socket connect to {addr} denied: no `network` entry in {file} matches this IP and port"),
                                 );
@@ -401,19 +434,28 @@ impl HostState {
             plugin: spec.plugin,
             tool: spec.tool,
             ctx: spec.ctx,
-            log_lines: 0,
+            reports: Mutex::new(Reports::default()),
+            may_delete: g.delete,
+            allow: allow_copy,
             denials,
             stdout,
             stderr,
         })
     }
 
-    /// Sends the captured stdout/stderr to `tracing` (never to the terminal).
+    /// Ends the call's reporting: sends the newest coalesced progress report, logs what
+    /// was dropped, and sends the captured stdout/stderr to `tracing` (never to the
+    /// terminal; control characters escaped).
     pub(crate) fn flush_output(&self) {
+        self.reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .finish(self.ctx.as_ref(), &self.plugin, &self.tool);
         for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             let (text, dropped) = pipe.take();
             if !text.is_empty() {
-                tracing::info!(target: "toolhost::guest", plugin = %self.plugin, tool = %self.tool, stream, "{}", text.trim_end());
+                let text = text.trim_end().escape_debug().to_string();
+                tracing::info!(target: "toolhost::guest", plugin = %self.plugin, tool = %self.tool, stream, "{text}");
             }
             if dropped > 0 {
                 tracing::warn!(target: "toolhost::guest", plugin = %self.plugin, tool = %self.tool, stream, dropped, "guest output over the cap was dropped");
@@ -427,24 +469,5 @@ impl HostState {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pin_authority;
-
-    #[test]
-    fn pinning_keeps_scheme_path_and_query() {
-        let uri: http::Uri = "http://example.com/a/b?c=d".parse().unwrap();
-        let ip = "93.184.216.34".parse().unwrap();
-        let pinned = pin_authority(&uri, ip, 80).unwrap();
-        assert_eq!(pinned.to_string(), "http://93.184.216.34:80/a/b?c=d");
-        let ip6 = "2606:2800:220:1::1".parse().unwrap();
-        let pinned = pin_authority(&uri, ip6, 8080).unwrap();
-        assert_eq!(
-            pinned.to_string(),
-            "http://[2606:2800:220:1::1]:8080/a/b?c=d"
-        );
     }
 }

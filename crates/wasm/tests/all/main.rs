@@ -6,6 +6,8 @@
 mod support;
 
 mod fs;
+mod hostile_fs;
+mod hostile_net;
 mod limits;
 mod loading;
 mod net;
