@@ -6,6 +6,7 @@
 mod support;
 
 mod fs;
+mod hostile_load;
 mod limits;
 mod loading;
 mod net;
