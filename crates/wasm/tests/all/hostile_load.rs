@@ -574,7 +574,22 @@ async fn several_memories_share_one_memory_cap() {
     std::fs::write(dir.path().join("multimem.toml"), "memory_mb = 64\n")
         .unwrap_or_else(|e| panic!("{e}"));
     install(dir.path(), "calc", None);
+    // The pooling allocator (the default) takes one memory per core module: such a
+    // module is refused at load, naming the limit, and the others load.
     let (reg, errors) = load(support::engine(), dir.path()).await;
+    let err = error_for(&errors, "multimem.wasm").to_string();
+    assert!(err.contains("memories count of 7"), "{err}");
+    still_works(&reg).await;
+    // Without pooling (an engine option) the module is accepted, so the limiter is all
+    // that stands between one call and 7 x 62 MiB. (Under pooling the same sum holds for
+    // a component with several core instances, each with its memory.)
+    let engine = WasmEngine::with_options(EngineOptions {
+        pooling: false,
+        cache_dir: None,
+        ..EngineOptions::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (reg, errors) = load(&engine, dir.path()).await;
     assert!(errors.is_empty(), "{errors:?}");
     let inv = call(&reg, "grab", json!({})).await;
     assert!(
@@ -592,7 +607,7 @@ async fn several_memories_share_one_memory_cap() {
     // in the fixture, stopped it above.
     std::fs::write(dir.path().join("multimem.toml"), "memory_mb = 512\n")
         .unwrap_or_else(|e| panic!("{e}"));
-    let (reg, errors) = load(support::engine(), dir.path()).await;
+    let (reg, errors) = load(&engine, dir.path()).await;
     assert!(errors.is_empty(), "{errors:?}");
     let inv = call(&reg, "grab", json!({})).await;
     assert!(inv.is_ok(), "{}", inv.model_text());
