@@ -156,9 +156,10 @@ fn check_described(infos: &[bindings::toolhost::tool::types::ToolInfo]) -> Resul
                 i.tags.len()
             ));
         }
-        let long_custom = i.permissions.iter().any(
-            |p| matches!(p, bindings::Permission::Custom(c) if c.len() > MAX_TAG_BYTES),
-        );
+        let long_custom = i
+            .permissions
+            .iter()
+            .any(|p| matches!(p, bindings::Permission::Custom(c) if c.len() > MAX_TAG_BYTES));
         if long_custom || i.tags.iter().any(|t| t.len() > MAX_TAG_BYTES) {
             return Err(format!(
                 "tool {}: a tag or custom permission is over {MAX_TAG_BYTES} bytes",
@@ -305,10 +306,12 @@ impl Plugin {
     pub async fn load(engine: &WasmEngine, path: &Path) -> Result<Plugin, PluginError> {
         let name = path.display().to_string();
         let t0 = std::time::Instant::now();
-        let policy = Policy::for_component_protected(path, &engine.protected_paths())
-            .map_err(|source| PluginError::Policy {
-                path: name.clone(),
-                source,
+        let policy =
+            Policy::for_component_protected(path, &engine.protected_paths()).map_err(|source| {
+                PluginError::Policy {
+                    path: name.clone(),
+                    source,
+                }
             })?;
         let stem = path
             .file_stem()
@@ -380,7 +383,7 @@ impl Plugin {
                 let grant = Grant::effective(&inner.policy, &spec.permissions);
                 Arc::new(WasmTool {
                     plugin: inner.clone(),
-                    name: Arc::from(spec.name.as_str()),
+                    guest_name: Arc::from(spec.name.as_str()),
                     registered: Arc::from(spec.name.as_str()),
                     spec,
                     grant,
@@ -401,7 +404,10 @@ impl Plugin {
     pub(crate) fn qualify(&mut self, contested: &std::collections::HashSet<String>) {
         for t in &mut self.tools {
             if contested.contains(&t.spec.name) {
-                *t = Arc::new(t.renamed(crate::loader::qualified_name(&self.inner.name, &t.spec.name)));
+                *t = Arc::new(t.renamed(crate::loader::qualified_name(
+                    &self.inner.name,
+                    &t.spec.name,
+                )));
             }
         }
     }
@@ -592,7 +598,7 @@ fn new_store(
 pub struct WasmTool {
     plugin: Arc<PluginInner>,
     /// The name the component knows the tool by (passed to its `call`).
-    name: Arc<str>,
+    guest_name: Arc<str>,
     /// The name in the registry: the described name, or `plugin__tool` when another
     /// plugin describes a tool of the same name (see [`crate::loader`]).
     registered: Arc<str>,
@@ -614,7 +620,7 @@ impl WasmTool {
     pub(crate) fn renamed(&self, registered: String) -> WasmTool {
         WasmTool {
             plugin: self.plugin.clone(),
-            name: self.name.clone(),
+            guest_name: self.guest_name.clone(),
             registered: Arc::from(registered),
             spec: self.spec.clone(),
             grant: self.grant.clone(),
@@ -658,7 +664,7 @@ impl WasmTool {
         // Errors speak of the registry name (what the caller used); the component gets
         // the name it described.
         let name = &*self.registered;
-        let guest_name = &*self.name;
+        let guest_name = &*self.guest_name;
         let declared_network = self.spec.permissions.contains(&Permission::Network);
         let pre = &self
             .plugin

@@ -597,8 +597,7 @@ fn check_component_header(bytes: &[u8], name: &str) -> Result<(), PluginError> {
 fn prepare_cache_dir(dir: &Path) -> Result<PathBuf, String> {
     let shown = dir.display();
     create_private_dir(dir).map_err(|e| format!("cannot create {shown}: {e}"))?;
-    let real =
-        std::fs::canonicalize(dir).map_err(|e| format!("cannot resolve {shown}: {e}"))?;
+    let real = std::fs::canonicalize(dir).map_err(|e| format!("cannot resolve {shown}: {e}"))?;
     private_dir(&real)?;
     // The file-identity index decides which artifact runs for a file: same rule.
     let index = real.join("index");

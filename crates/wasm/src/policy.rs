@@ -452,8 +452,7 @@ mod tests {
             std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
         }
         #[cfg(unix)]
-        std::os::unix::fs::symlink(&plugins, other.join("link"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(&plugins, other.join("link")).unwrap_or_else(|e| panic!("{e}"));
         let file = plugins.join("p.toml");
         let mut protected = Protected::new();
         protected.add_sealed(&cache);
@@ -475,7 +474,9 @@ mod tests {
         ] {
             let e = err(&format!("{key} = [{entry:?}]"), &file, &protected);
             assert!(
-                e.contains("p.toml") && e.contains(&format!("`{key}`")) && e.contains("not grantable"),
+                e.contains("p.toml")
+                    && e.contains(&format!("`{key}`"))
+                    && e.contains("not grantable"),
                 "{key} = {entry}: {e}"
             );
         }

@@ -125,7 +125,10 @@ async fn describe_that_spins_is_refused_and_the_refusal_is_remembered() {
     let (reg, errors) = load(&engine, dir.path()).await;
     assert_eq!(errors.len(), 1, "{errors:?}");
     let again = error_for(&errors, "desc_spin.wasm");
-    assert!(matches!(again, PluginError::DescribeTimeout { .. }), "{again}");
+    assert!(
+        matches!(again, PluginError::DescribeTimeout { .. }),
+        "{again}"
+    );
     assert_eq!(again.to_string(), first);
     assert_eq!(
         std::fs::read(&artifact).unwrap_or_default(),
@@ -362,7 +365,9 @@ fn planted_cache(root: &Path, plugins: &Path) -> PathBuf {
     let files = std::fs::read(support::wasm("files")).unwrap_or_else(|e| panic!("{e}"));
     e2.compile(&files, Path::new("files.wasm"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let calc_art = artifacts(&cdir).pop().unwrap_or_else(|| panic!("no calc artifact"));
+    let calc_art = artifacts(&cdir)
+        .pop()
+        .unwrap_or_else(|| panic!("no calc artifact"));
     let files_art = artifacts(&scratch)
         .pop()
         .unwrap_or_else(|| panic!("no files artifact"));
@@ -404,15 +409,20 @@ async fn a_compile_cache_others_can_write_is_not_trusted() {
 
     // The cache folder writable by group, by others, a folder above it writable by others
     // (not sticky): the cache is not used, calc is compiled in memory and is calc.
-    let cases: [(&str, fn(&Path) -> PathBuf, u32); 3] = [
-        ("g+w", |c| c.to_path_buf(), 0o770),
-        ("0777", |c| c.to_path_buf(), 0o777),
-        ("parent 0777", |c| c.parent().map(Path::to_path_buf).unwrap_or_default(), 0o777),
+    // (case, chmod the cache's parent instead of the cache, mode)
+    let cases = [
+        ("g+w", false, 0o770),
+        ("0777", false, 0o777),
+        ("parent 0777", true, 0o777),
     ];
-    for (what, target, mode) in cases {
+    for (what, parent, mode) in cases {
         let root = tempdir();
         let cdir = planted_cache(root.path(), plugins.path());
-        let t = target(&cdir);
+        let t = if parent {
+            root.path().to_path_buf()
+        } else {
+            cdir.clone()
+        };
         set_mode(&t, mode);
         let (engine, reg, errors) = load_calc(&cdir, plugins.path()).await;
         assert!(errors.is_empty(), "{what}: {errors:?}");
@@ -428,7 +438,11 @@ async fn a_compile_cache_others_can_write_is_not_trusted() {
         // the planted artifact, which proves the check, not luck, kept it out).
         set_mode(&t, if t == cdir { 0o700 } else { 0o755 });
         let (engine, _reg, _errors) = load_calc(&cdir, plugins.path()).await;
-        assert!(engine.cache_dir().is_some(), "{what}: {:?}", engine.cache_problem());
+        assert!(
+            engine.cache_dir().is_some(),
+            "{what}: {:?}",
+            engine.cache_problem()
+        );
     }
 
     // A single artifact file writable by others is ignored (calc recompiled), not run.
