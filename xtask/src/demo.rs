@@ -59,7 +59,7 @@ pub fn run() -> crate::Result {
         &["call", "mean", r#"{"values": [1, 2, 3, 4]}"#],
     ))?;
 
-    let inside = dir.join("calc.toml");
+    let inside = dir.join("data").join("files").join("hello.txt");
     let args = format!(r#"{{"path": {:?}}}"#, inside.to_string_lossy());
     crate::step(&format!(
         "toolhost call read_file '{args}'  (inside the granted folder)"
@@ -80,6 +80,13 @@ pub fn run() -> crate::Result {
         "toolhost call read_file '{dotdot}'  (.. traversal)"
     ));
     expect_denied(&mut toolhost(d, &["call", "read_file", &dotdot]))?;
+
+    let plugin_file = dir.join("calc.toml");
+    let args = format!(r#"{{"path": {:?}}}"#, plugin_file.to_string_lossy());
+    crate::step(&format!(
+        "toolhost call read_file '{args}'  (the plugins folder is never grantable)"
+    ));
+    expect_denied(&mut toolhost(d, &["call", "read_file", &args]))?;
 
     let write = format!(
         r#"{{"path": "{}/calc.toml", "content": "pwned"}}"#,

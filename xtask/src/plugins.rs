@@ -22,14 +22,46 @@ pub fn build_all() -> crate::Result<PathBuf> {
     ensure_target()?;
     crate::step("building the Rust example plugins (wasm32-wasip2)");
     build_workspace(&root.join("plugins"), &out, &["calc", "files", "fetch"])?;
+    // The data folder files.toml grants (`read = ["./data/files"]`, relative to the policy).
+    copy_dir(
+        &root.join("plugins").join("files").join("data"),
+        &out.join("data").join("files"),
+    )?;
     crate::step("building the hostile test fixtures (wasm32-wasip2)");
     build_workspace(
         &root.join("tests").join("fixtures"),
         &out.join("fixtures"),
-        &["hostile", "baddesc", "hostile_fs"],
+        &[
+            "hostile",
+            "baddesc",
+            "hostile_fs",
+            "aaa_shadow",
+            "desc_sleep",
+            "desc_spin",
+            "desc_flood",
+            "desc_huge",
+        ],
     )?;
     crate::langs::build_all(&out)?;
     Ok(out)
+}
+
+/// Copies a folder of plain files (sample data a policy grants) into `to`.
+fn copy_dir(from: &Path, to: &Path) -> crate::Result {
+    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    for entry in entries.flatten() {
+        let (path, dest) = (entry.path(), to.join(entry.file_name()));
+        if path.is_dir() {
+            copy_dir(&path, &dest)?;
+        } else {
+            std::fs::copy(&path, &dest).map_err(|e| {
+                format!("cannot copy {} to {}: {e}", path.display(), dest.display())
+            })?;
+        }
+    }
+    Ok(())
 }
 
 fn ensure_target() -> crate::Result {
@@ -67,7 +99,7 @@ fn build_workspace(ws: &Path, out: &Path, names: &[&str]) -> crate::Result {
         let policy = ws.join(format!("{name}.toml"));
         if policy.is_file() {
             // Copied as is: relative folders in a policy are relative to the policy file,
-            // so `read = ["."]` in files.toml grants the plugins folder itself.
+            // so `read = ["./data/files"]` in files.toml grants `<out>/data/files`.
             std::fs::copy(&policy, out.join(format!("{name}.toml")))
                 .map_err(|e| format!("cannot copy {}: {e}", policy.display()))?;
         }

@@ -27,8 +27,148 @@ use crate::sandbox::{Grant, HostState, StateSpec};
 /// canonical value becomes the truncated text) rather than failing the call.
 pub const MAX_CANONICAL_BYTES: usize = 1 << 20;
 
-/// Budget of `describe()` at load time.
-const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Wall-clock budget of `describe()` at load time: the epoch deadline stops a guest
+/// that spins, a timer around the call stops one blocked in host I/O (a sleep, a
+/// pollable that never fires), where no wasm runs for the epoch check to see.
+pub const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Caps on what `describe()` may return. A component over any of them is refused whole
+/// ([`PluginError::DescribeTooLarge`]), and the refusal is remembered by its digest.
+/// The list is lifted out of the guest's memory before it can be counted, so its size is
+/// bounded first by the policy's memory cap.
+pub mod describe_limits {
+    /// Tools one component may describe.
+    pub const MAX_TOOLS: usize = 256;
+    /// Bytes of a tool name (the registry allows 64 characters of `[a-zA-Z0-9_-]`).
+    pub const MAX_NAME_BYTES: usize = 64;
+    /// Bytes of a tool description.
+    pub const MAX_DESCRIPTION_BYTES: usize = 4 * 1024;
+    /// Bytes of a parameter schema (JSON text).
+    pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+    /// Permissions one tool may declare.
+    pub const MAX_PERMISSIONS: usize = 16;
+    /// Tags one tool may carry.
+    pub const MAX_TAGS: usize = 32;
+    /// Bytes of one tag or one `custom` permission name.
+    pub const MAX_TAG_BYTES: usize = 64;
+}
+
+/// What the describe cache holds for a component digest: its tools, or why it was refused
+/// (a refusal that does not depend on the policy: the time budget, the output caps, bad
+/// JSON), so a later start refuses it at once instead of paying the budget again.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Described {
+    /// `describe()` succeeded.
+    Tools(Vec<ToolSpec>),
+    /// `describe()` was refused.
+    Rejected(Rejection),
+}
+
+/// A remembered `describe()` refusal.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Rejection {
+    /// [`PluginError::DescribeTimeout`].
+    Timeout {
+        /// The budget, ms.
+        ms: u64,
+    },
+    /// [`PluginError::DescribeTooLarge`].
+    TooLarge {
+        /// The message.
+        message: String,
+    },
+    /// [`PluginError::Describe`] for output the host cannot use (bad JSON).
+    Invalid {
+        /// The message.
+        message: String,
+    },
+}
+
+impl Rejection {
+    fn into_error(self, path: &str) -> PluginError {
+        let path = path.to_string();
+        match self {
+            Rejection::Timeout { ms } => PluginError::DescribeTimeout {
+                path,
+                timeout: Duration::from_millis(ms),
+            },
+            Rejection::TooLarge { message } => PluginError::DescribeTooLarge { path, message },
+            Rejection::Invalid { message } => PluginError::Describe { path, message },
+        }
+    }
+}
+
+/// Why `describe()` failed: a refusal worth remembering, or a failure that may depend on
+/// the policy (a memory cap) or the moment.
+enum DescribeFailure {
+    Remembered(Rejection),
+    Other(String),
+}
+
+/// At most `n` characters of untrusted text, escaped for a terminal (`{:?}`).
+fn quote(text: &str, n: usize) -> String {
+    let cut: String = text.chars().take(n).collect();
+    if cut.len() < text.len() {
+        format!("{cut:?}...")
+    } else {
+        format!("{cut:?}")
+    }
+}
+
+/// Checks the raw `describe()` output against [`describe_limits`].
+fn check_described(infos: &[bindings::toolhost::tool::types::ToolInfo]) -> Result<(), String> {
+    use describe_limits::*;
+    if infos.len() > MAX_TOOLS {
+        return Err(format!(
+            "{} tools described, at most {MAX_TOOLS} allowed",
+            infos.len()
+        ));
+    }
+    for i in infos {
+        let over = |what: &str, got: usize, max: usize| {
+            format!(
+                "tool {}: {what} is {got} bytes, at most {max} allowed",
+                quote(&i.name, MAX_NAME_BYTES)
+            )
+        };
+        if i.name.len() > MAX_NAME_BYTES {
+            return Err(over("the name", i.name.len(), MAX_NAME_BYTES));
+        }
+        if i.description.len() > MAX_DESCRIPTION_BYTES {
+            return Err(over(
+                "the description",
+                i.description.len(),
+                MAX_DESCRIPTION_BYTES,
+            ));
+        }
+        if i.parameters.len() > MAX_SCHEMA_BYTES {
+            return Err(over(
+                "the parameter schema",
+                i.parameters.len(),
+                MAX_SCHEMA_BYTES,
+            ));
+        }
+        if i.permissions.len() > MAX_PERMISSIONS || i.tags.len() > MAX_TAGS {
+            return Err(format!(
+                "tool {}: {} permissions and {} tags, at most {MAX_PERMISSIONS} and {MAX_TAGS} allowed",
+                quote(&i.name, MAX_NAME_BYTES),
+                i.permissions.len(),
+                i.tags.len()
+            ));
+        }
+        let long_custom = i
+            .permissions
+            .iter()
+            .any(|p| matches!(p, bindings::Permission::Custom(c) if c.len() > MAX_TAG_BYTES));
+        if long_custom || i.tags.iter().any(|t| t.len() > MAX_TAG_BYTES) {
+            return Err(format!(
+                "tool {}: a tag or custom permission is over {MAX_TAG_BYTES} bytes",
+                quote(&i.name, MAX_NAME_BYTES)
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// A tool as the component describes it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -166,17 +306,20 @@ impl Plugin {
     pub async fn load(engine: &WasmEngine, path: &Path) -> Result<Plugin, PluginError> {
         let name = path.display().to_string();
         let t0 = std::time::Instant::now();
-        let policy = Policy::for_component(path).map_err(|source| PluginError::Policy {
-            path: name.clone(),
-            source,
-        })?;
+        let policy =
+            Policy::for_component_protected(path, &engine.protected_paths()).map_err(|source| {
+                PluginError::Policy {
+                    path: name.clone(),
+                    source,
+                }
+            })?;
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| name.clone());
         let max = engine.options().max_plugin_bytes;
         let opened = engine.open_plugin(path, max, |digest| {
-            engine.cached_describe::<Vec<ToolSpec>>(digest)
+            engine.cached_describe::<Described>(digest)
         })?;
         // Called once, in whichever arm runs.
         let new_inner = move |engine: &WasmEngine, digest: String, linked| {
@@ -190,8 +333,20 @@ impl Plugin {
             })
         };
         let (inner, specs) = match opened {
-            Opened::Listed { digest, cached } => {
-                (new_inner(engine, digest, OnceLock::new()), cached)
+            Opened::Listed {
+                digest,
+                cached: Described::Tools(specs),
+            } => (new_inner(engine, digest, OnceLock::new()), specs),
+            Opened::Listed {
+                digest,
+                cached: Described::Rejected(rejection),
+            } => {
+                tracing::warn!(
+                    plugin = %name,
+                    "describe() of this component (sha256 {digest}) was refused before; refusing it again from the compile cache ({})",
+                    engine.describe_cache_file(&digest).map(|f| f.display().to_string()).unwrap_or_default()
+                );
+                return Err(rejection.into_error(&name));
             }
             Opened::Compiled {
                 engine,
@@ -202,15 +357,24 @@ impl Plugin {
                 let linked = link(&engine, &component, &name)?;
                 let inner = new_inner(&engine, digest.clone(), OnceLock::from(Ok(linked)));
                 // describe() is a pure function of the component (it runs with no
-                // grants), so its result is cached by the component's digest.
-                let specs = describe(&inner)
-                    .await
-                    .map_err(|message| PluginError::Describe {
-                        path: name.clone(),
-                        message,
-                    })?;
-                engine.store_describe(&digest, &specs);
-                (inner, specs)
+                // grants), so its result, or a refusal that does not depend on the
+                // policy, is cached by the component's digest.
+                match describe(&inner).await {
+                    Ok(specs) => {
+                        engine.store_describe(&digest, &Described::Tools(specs.clone()));
+                        (inner, specs)
+                    }
+                    Err(DescribeFailure::Remembered(rejection)) => {
+                        engine.store_describe(&digest, &Described::Rejected(rejection.clone()));
+                        return Err(rejection.into_error(&name));
+                    }
+                    Err(DescribeFailure::Other(message)) => {
+                        return Err(PluginError::Describe {
+                            path: name.clone(),
+                            message,
+                        });
+                    }
+                }
             }
         };
         let tools = specs
@@ -219,7 +383,8 @@ impl Plugin {
                 let grant = Grant::effective(&inner.policy, &spec.permissions);
                 Arc::new(WasmTool {
                     plugin: inner.clone(),
-                    name: Arc::from(spec.name.as_str()),
+                    guest_name: Arc::from(spec.name.as_str()),
+                    registered: Arc::from(spec.name.as_str()),
                     spec,
                     grant,
                 })
@@ -232,6 +397,19 @@ impl Plugin {
             "plugin loaded"
         );
         Ok(Plugin { inner, tools })
+    }
+
+    /// Gives every tool whose described name is in `contested` its qualified registry
+    /// name `plugin__tool` (see [`crate::loader`]).
+    pub(crate) fn qualify(&mut self, contested: &std::collections::HashSet<String>) {
+        for t in &mut self.tools {
+            if contested.contains(&t.spec.name) {
+                *t = Arc::new(t.renamed(crate::loader::qualified_name(
+                    &self.inner.name,
+                    &t.spec.name,
+                )));
+            }
+        }
     }
 
     /// Whether the component is linked (always after a load that compiled it; after a
@@ -273,8 +451,8 @@ impl Plugin {
     }
 }
 
-async fn describe(inner: &Arc<PluginInner>) -> Result<Vec<ToolSpec>, String> {
-    let pre = &inner.linked()?.pre;
+async fn describe(inner: &Arc<PluginInner>) -> Result<Vec<ToolSpec>, DescribeFailure> {
+    let pre = &inner.linked().map_err(DescribeFailure::Other)?.pre;
     let grant = Grant::default();
     let mut store = new_store(
         inner,
@@ -284,15 +462,27 @@ async fn describe(inner: &Arc<PluginInner>) -> Result<Vec<ToolSpec>, String> {
         "describe",
         DESCRIBE_TIMEOUT,
         None,
-    )?;
-    let res = async {
+    )
+    .map_err(DescribeFailure::Other)?;
+    let run = async {
         let inst = pre.instantiate_async(&mut store).await?;
         inst.call_describe(&mut store).await
-    }
-    .await;
+    };
+    // The epoch callback stops a guest that spins; the timer stops one blocked in host
+    // I/O (a WASI sleep or poll), where no wasm runs for the epoch check to see.
+    let outcome = tokio::select! {
+        r = run => Some(r),
+        () = tokio::time::sleep(DESCRIBE_TIMEOUT) => None,
+    };
     store.data().flush_output();
+    let timeout = Rejection::Timeout {
+        ms: DESCRIBE_TIMEOUT.as_millis() as u64,
+    };
+    let Some(res) = outcome else {
+        return Err(DescribeFailure::Remembered(timeout));
+    };
     let infos = res.map_err(|e| {
-        map_trap(
+        let err = map_trap(
             "describe",
             &e,
             facts(
@@ -301,14 +491,25 @@ async fn describe(inner: &Arc<PluginInner>) -> Result<Vec<ToolSpec>, String> {
                 None,
                 inner.engine.options().max_wasm_stack,
             ),
-        )
-        .to_string()
+        );
+        match err {
+            ToolError::Timeout(..) => DescribeFailure::Remembered(timeout.clone()),
+            other => DescribeFailure::Other(other.to_string()),
+        }
     })?;
+    check_described(&infos)
+        .map_err(|message| DescribeFailure::Remembered(Rejection::TooLarge { message }))?;
     infos
         .into_iter()
         .map(|i| {
-            let parameters: Value = serde_json::from_str(&i.parameters)
-                .map_err(|e| format!("tool '{}': parameters is not valid JSON: {e}", i.name))?;
+            let parameters: Value = serde_json::from_str(&i.parameters).map_err(|e| {
+                DescribeFailure::Remembered(Rejection::Invalid {
+                    message: format!(
+                        "tool {}: parameters is not valid JSON: {e}",
+                        quote(&i.name, describe_limits::MAX_NAME_BYTES)
+                    ),
+                })
+            })?;
             Ok(ToolSpec {
                 name: i.name,
                 description: i.description,
@@ -396,7 +597,11 @@ fn new_store(
 /// any other tool.
 pub struct WasmTool {
     plugin: Arc<PluginInner>,
-    name: Arc<str>,
+    /// The name the component knows the tool by (passed to its `call`).
+    guest_name: Arc<str>,
+    /// The name in the registry: the described name, or `plugin__tool` when another
+    /// plugin describes a tool of the same name (see [`crate::loader`]).
+    registered: Arc<str>,
     spec: ToolSpec,
     grant: Grant,
 }
@@ -404,13 +609,34 @@ pub struct WasmTool {
 impl std::fmt::Debug for WasmTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WasmTool")
-            .field("name", &self.spec.name)
+            .field("name", &self.registered)
             .field("plugin", &self.plugin.path)
             .finish_non_exhaustive()
     }
 }
 
 impl WasmTool {
+    /// The same tool under another registry name (the component still gets its own name).
+    pub(crate) fn renamed(&self, registered: String) -> WasmTool {
+        WasmTool {
+            plugin: self.plugin.clone(),
+            guest_name: self.guest_name.clone(),
+            registered: Arc::from(registered),
+            spec: self.spec.clone(),
+            grant: self.grant.clone(),
+        }
+    }
+
+    /// The name the tool is registered under (the described name, or `plugin__tool`).
+    pub fn registry_name(&self) -> &str {
+        &self.registered
+    }
+
+    /// The name of the plugin (the component file's stem).
+    pub fn plugin_name(&self) -> &str {
+        &self.plugin.name
+    }
+
     /// The tool as described by the component.
     pub fn spec(&self) -> &ToolSpec {
         &self.spec
@@ -435,7 +661,10 @@ impl WasmTool {
     pub async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let policy = &self.plugin.policy;
         let timeout = policy.timeout;
-        let name = &*self.name;
+        // Errors speak of the registry name (what the caller used); the component gets
+        // the name it described.
+        let name = &*self.registered;
+        let guest_name = &*self.guest_name;
         let declared_network = self.spec.permissions.contains(&Permission::Network);
         let pre = &self
             .plugin
@@ -460,7 +689,8 @@ impl WasmTool {
         let args_text = args.to_string();
         let run = async {
             let inst = pre.instantiate_async(&mut store).await?;
-            inst.call_call(&mut store, name, &args_text, &wit_ctx).await
+            inst.call_call(&mut store, guest_name, &args_text, &wit_ctx)
+                .await
         };
         // The epoch callback stops running wasm; this stops a guest blocked in host I/O
         // (a slow server, a pollable that never fires), where no wasm runs to be checked.
@@ -543,7 +773,7 @@ fn to_output(name: &str, out: bindings::ToolOutput) -> ToolOutput {
 #[async_trait]
 impl BaseTool for WasmTool {
     fn name(&self) -> &str {
-        &self.spec.name
+        &self.registered
     }
 
     fn description(&self) -> &str {

@@ -5,10 +5,20 @@
 //! **Compile cache.** A compiled component is stored as
 //! `<cache>/<sha256 of the wasm>-<hash of the engine settings>.cwasm`. The key covers
 //! everything that makes an artifact valid (wasmtime version, target, fuel/epoch on or
-//! off, ...) through `Engine::precompile_compatibility_hash`. Only files the host wrote
-//! itself are ever deserialized: the cache folder is created by the host with mode 0700
-//! and is not used at all if it is writable by anyone else; files are written to a
-//! temporary name and renamed into place, so a half-written artifact is never read.
+//! off, ...) through `Engine::precompile_compatibility_hash`.
+//!
+//! **The cache is code.** Deserializing an artifact runs its native code, so the cache is
+//! trusted the way `ssh` (StrictModes) trusts `~/.ssh`: at engine creation the folder
+//! (created with mode 0700 when missing, resolved to its real path) must be owned by the
+//! current user and not writable by group or others, and every folder above it must be
+//! owned by root or the current user and not writable by group or others, unless it is
+//! sticky (like `/tmp`: others may add entries but not replace ours). Otherwise the cache
+//! is disabled for this engine (components are compiled in memory) and a warning names
+//! the folder and why ([`WasmEngine::cache_problem`]). Each file read from it (artifact,
+//! file-identity index, describe cache) must also be a regular file owned by the current
+//! user and not writable by group or others, or it is ignored. Files are written with
+//! mode 0600 to a temporary name and renamed into place, so a half-written artifact is
+//! never read. Off unix these ownership checks are not made (see docs/security).
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -84,6 +94,11 @@ pub(crate) struct EngineInner {
     pub(crate) options: EngineOptions,
     config_key: String,
     cache_dir: Option<PathBuf>,
+    /// Why the configured cache folder is not used, when it is not.
+    cache_problem: Option<String>,
+    /// Paths no policy may grant besides the plugins folder and the cache (see
+    /// [`WasmEngine::protect_path`]).
+    protected: std::sync::RwLock<Vec<PathBuf>>,
     /// The engine with concurrency support, for components that need it (created on
     /// first need; only when this engine has it off).
     concurrent: std::sync::OnceLock<Result<WasmEngine, String>>,
@@ -154,7 +169,18 @@ impl WasmEngine {
         engine.precompile_compatibility_hash().hash(&mut h);
         let config_key = format!("{:016x}", h.finish());
 
-        let cache_dir = options.cache_dir.as_deref().and_then(prepare_cache_dir);
+        let (cache_dir, cache_problem) = match options.cache_dir.as_deref() {
+            None => (None, None),
+            Some(dir) => match prepare_cache_dir(dir) {
+                Ok(real) => (Some(real), None),
+                Err(why) => {
+                    tracing::warn!(
+                        "compile cache disabled, compiling in memory: {why} (the cache holds native code, so it must be private to the current user)"
+                    );
+                    (None, Some(why))
+                }
+            },
+        };
 
         if options.epoch {
             let weak = engine.weak();
@@ -184,6 +210,8 @@ impl WasmEngine {
                 options,
                 config_key,
                 cache_dir,
+                cache_problem,
+                protected: std::sync::RwLock::new(Vec::new()),
                 concurrent: std::sync::OnceLock::new(),
             }),
         })
@@ -199,9 +227,41 @@ impl WasmEngine {
         &self.inner.options
     }
 
-    /// The compile cache folder in use, if any.
+    /// The compile cache folder in use (its real path), if any.
     pub fn cache_dir(&self) -> Option<&Path> {
         self.inner.cache_dir.as_deref()
+    }
+
+    /// Why the configured compile cache folder is not used (owned by someone else,
+    /// writable by others, ...), when it is not.
+    pub fn cache_problem(&self) -> Option<&str> {
+        self.inner.cache_problem.as_deref()
+    }
+
+    /// Adds a path no plugin policy may grant (nor a folder above it), such as the host
+    /// config file. The plugins folder and the compile cache are always protected.
+    pub fn protect_path(&self, path: &Path) {
+        if let Ok(mut p) = self.inner.protected.write() {
+            p.push(path.to_path_buf());
+        }
+    }
+
+    /// Every path no policy may grant: the compile cache (sealed: nothing inside it
+    /// either) and the paths given to [`Self::protect_path`].
+    pub fn protected_paths(&self) -> crate::policy::Protected {
+        let mut out = crate::policy::Protected::new();
+        for dir in [&self.inner.options.cache_dir, &self.inner.cache_dir]
+            .into_iter()
+            .flatten()
+        {
+            out.add_sealed(dir);
+        }
+        if let Ok(p) = self.inner.protected.read() {
+            for path in p.iter() {
+                out.add(path);
+            }
+        }
+        out
     }
 
     /// Loads the component in `path` for [`Plugin::load`](crate::Plugin::load): compiled
@@ -383,6 +443,10 @@ impl WasmEngine {
         if !file.is_file() {
             return None;
         }
+        if let Err(why) = private_file(&file) {
+            tracing::warn!(file = %file.display(), "ignoring cached artifact: {why}");
+            return None;
+        }
         match deserialize_own_artifact(&self.inner.engine, &file) {
             Ok(c) => Some(c),
             Err(e) => {
@@ -409,6 +473,13 @@ impl WasmEngine {
         digest: &str,
     ) -> Option<T> {
         let file = self.describe_path(digest)?;
+        if !file.is_file() {
+            return None;
+        }
+        if let Err(why) = private_file(&file) {
+            tracing::warn!(file = %file.display(), "ignoring cached describe(): {why}");
+            return None;
+        }
         let text = std::fs::read(&file).ok()?;
         match serde_json::from_slice(&text) {
             Ok(v) => Some(v),
@@ -431,10 +502,17 @@ impl WasmEngine {
         }
     }
 
+    /// The describe cache file of a component digest (its tools, or why `describe()` was
+    /// refused), if the cache is in use.
+    pub fn describe_cache_file(&self, digest: &str) -> Option<PathBuf> {
+        self.describe_path(digest)
+    }
+
     fn describe_path(&self, digest: &str) -> Option<PathBuf> {
         let dir = self.inner.cache_dir.as_ref()?;
+        // `describe2`: the file holds the tools or the remembered refusal.
         Some(dir.join(format!(
-            "{digest}-describe-v{}.json",
+            "{digest}-describe2-v{}.json",
             env!("CARGO_PKG_VERSION")
         )))
     }
@@ -485,6 +563,14 @@ fn file_stamp(meta: &std::fs::Metadata) -> Option<String> {
 
 /// The digest recorded for `stamp` in an index file, if the stamp still matches.
 fn read_index(entry: &Path, stamp: &str) -> Option<String> {
+    // The index picks which cached artifact runs for a file: as trusted as the artifacts.
+    if !entry.is_file() {
+        return None;
+    }
+    if let Err(why) = private_file(entry) {
+        tracing::warn!(file = %entry.display(), "ignoring compile cache index entry: {why}");
+        return None;
+    }
     let text = std::fs::read_to_string(entry).ok()?;
     let (recorded, digest) = text.trim_end().rsplit_once(' ')?;
     (recorded == stamp && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -509,36 +595,135 @@ fn check_component_header(bytes: &[u8], name: &str) -> Result<(), PluginError> {
     }
 }
 
-/// Creates the cache folder (mode 0700) and refuses it if others may write to it.
-fn prepare_cache_dir(dir: &Path) -> Option<PathBuf> {
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        tracing::warn!(dir = %dir.display(), "compile cache disabled: {e}");
-        return None;
-    }
+/// Creates the cache folder (mode 0700) when missing and checks it may hold code (see
+/// the module docs). Returns its real path, or why it may not be used.
+fn prepare_cache_dir(dir: &Path) -> Result<PathBuf, String> {
+    let shown = dir.display();
+    create_private_dir(dir).map_err(|e| format!("cannot create {shown}: {e}"))?;
+    let real = std::fs::canonicalize(dir).map_err(|e| format!("cannot resolve {shown}: {e}"))?;
+    private_dir(&real)?;
+    // The file-identity index decides which artifact runs for a file: same rule.
+    let index = real.join("index");
+    create_private_dir(&index).map_err(|e| format!("cannot create {}: {e}", index.display()))?;
+    private_dir(&index)?;
+    Ok(real)
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        match std::fs::metadata(dir) {
-            Ok(m) if m.permissions().mode() & 0o022 == 0 => {}
-            _ => {
-                tracing::warn!(dir = %dir.display(), "compile cache disabled: the folder is writable by others");
-                return None;
-            }
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
+}
+
+/// The effective user id of this process.
+#[cfg(unix)]
+fn current_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Checks that the (real) folder `dir` may hold code: owned by the current user, not
+/// writable by group or others; every folder above it owned by root or the current user
+/// and not writable by group or others unless sticky.
+#[cfg(unix)]
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = current_uid();
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("{} is not a folder", dir.display()));
+    }
+    if meta.uid() != me {
+        return Err(format!(
+            "{} is owned by uid {}, not by the current user (uid {me})",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{} is writable by group or others (mode {:o})",
+            dir.display(),
+            meta.mode() & 0o7777
+        ));
+    }
+    for above in dir.ancestors().skip(1) {
+        let meta = std::fs::metadata(above)
+            .map_err(|e| format!("cannot inspect {}: {e}", above.display()))?;
+        if meta.uid() != me && meta.uid() != 0 {
+            return Err(format!(
+                "{}, a folder above {}, is owned by uid {} (neither root nor the current user)",
+                above.display(),
+                dir.display(),
+                meta.uid()
+            ));
+        }
+        let sticky = meta.mode() & 0o1000 != 0;
+        if meta.mode() & 0o022 != 0 && !sticky {
+            return Err(format!(
+                "{}, a folder above {}, is writable by group or others (mode {:o}) and not sticky",
+                above.display(),
+                dir.display(),
+                meta.mode() & 0o7777
+            ));
         }
     }
-    Some(dir.to_path_buf())
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn private_dir(_dir: &Path) -> Result<(), String> {
+    Ok(())
+}
+
+/// Checks that a cache file may be read as trusted: a regular file (not a symlink)
+/// owned by the current user, not writable by group or others.
+#[cfg(unix)]
+fn private_file(file: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(file).map_err(|e| format!("cannot inspect it: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let me = current_uid();
+    if meta.uid() != me {
+        return Err(format!(
+            "owned by uid {}, not by the current user (uid {me})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "writable by group or others (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn private_file(_file: &Path) -> Result<(), String> {
+    Ok(())
 }
 
 fn write_atomically(file: &Path, bytes: &[u8]) {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if let Some(parent) = file.parent() {
-        let _ = std::fs::create_dir_all(parent);
+        let _ = create_private_dir(parent);
     }
     let tmp = file.with_extension(format!("tmp{}-{seq}", std::process::id()));
-    let res = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, file));
-    if let Err(e) = res {
+    let write = || -> std::io::Result<()> {
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        std::io::Write::write_all(&mut o.open(&tmp)?, bytes)?;
+        std::fs::rename(&tmp, file)
+    };
+    if let Err(e) = write() {
         let _ = std::fs::remove_file(&tmp);
         tracing::warn!(file = %file.display(), "cannot write the compile cache: {e}");
     }
@@ -547,10 +732,13 @@ fn write_atomically(file: &Path, bytes: &[u8]) {
 /// Loads an artifact from the host's own cache folder.
 #[allow(unsafe_code)]
 fn deserialize_own_artifact(engine: &Engine, file: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: `file` lives in the cache folder the host created with mode 0700 and checked
-    // is not writable by others (see `prepare_cache_dir`), under a name derived from the
-    // sha256 of the wasm and the engine settings; only `write_atomically` writes there,
-    // with bytes produced by `Component::serialize` of this same wasmtime version. wasmtime
-    // also checks the header (version, target, settings) before use.
+    // SAFETY: `file` lives in the cache folder checked at engine creation to be owned by
+    // the current user and writable by nobody else, with every folder above it owned by
+    // root or the user (see `prepare_cache_dir`); the file itself was checked to be a
+    // regular file owned by the user and writable by nobody else (`private_file`). It has
+    // a name derived from the sha256 of the wasm and the engine settings; only
+    // `write_atomically` writes there, with bytes produced by `Component::serialize` of
+    // this same wasmtime version. wasmtime also checks the header (version, target,
+    // settings) before use.
     unsafe { Component::deserialize_file(engine, file) }
 }

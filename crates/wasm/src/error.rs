@@ -23,6 +23,21 @@ pub enum PolicyError {
         /// The offending key.
         key: String,
     },
+    /// A `read`/`write` entry names a path no plugin may be granted (the plugins folder
+    /// or a folder above it, the compile cache, the host config file).
+    #[error(
+        "policy {file}: `{key}` entry {entry:?} is not grantable: {reason}; grant a dedicated data folder instead (e.g. `{key} = [\"./data/NAME\"]`)"
+    )]
+    Forbidden {
+        /// The policy file.
+        file: String,
+        /// `read` or `write`.
+        key: String,
+        /// The entry as written.
+        entry: String,
+        /// The real path and which protected path it is, contains or is inside.
+        reason: String,
+    },
     /// Bad TOML or a bad value.
     #[error("policy {file}: {message}")]
     Invalid {
@@ -105,6 +120,29 @@ pub enum PluginError {
         /// What happened.
         message: String,
     },
+    /// `describe()` did not return within its wall-clock budget (it spun, or blocked in
+    /// host I/O such as a sleep). Remembered by the component's digest in the compile
+    /// cache, so later starts refuse it at once with this same error.
+    #[error(
+        "{path}: describe() did not return within {} ms (it must list its tools at once, without waiting or looping)",
+        timeout.as_millis()
+    )]
+    DescribeTimeout {
+        /// The component file.
+        path: String,
+        /// The budget.
+        timeout: std::time::Duration,
+    },
+    /// `describe()` returned more than the host accepts (too many tools, a description,
+    /// schema, name or tag list over its cap; see `component::describe_limits`).
+    /// Remembered like [`PluginError::DescribeTimeout`].
+    #[error("{path}: describe() output refused: {message}")]
+    DescribeTooLarge {
+        /// The component file.
+        path: String,
+        /// Which cap, its value, and what the component returned.
+        message: String,
+    },
     /// A described tool failed the registration checks (name, description, schema,
     /// duplicates).
     #[error("{path}: {message}")]
@@ -127,6 +165,8 @@ impl PluginError {
             | PluginError::WrongWorld { path, .. }
             | PluginError::Policy { path, .. }
             | PluginError::Describe { path, .. }
+            | PluginError::DescribeTimeout { path, .. }
+            | PluginError::DescribeTooLarge { path, .. }
             | PluginError::Definition { path, .. } => path,
         }
     }

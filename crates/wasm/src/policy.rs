@@ -16,6 +16,22 @@
 //! Unknown keys are an error naming the file and the key. The grant a tool gets is the
 //! intersection of what it **declared** (its permissions in `describe()`) and what this
 //! file offers: `read` needs Read, `write` needs Write, `network`/`sockets` need Network.
+//!
+//! **Limits have maxima** ([`MAX_TIMEOUT_MS`], [`MAX_FUEL`], [`MAX_MEMORY_MB`],
+//! [`MAX_OUTPUT_KB`]): a value above one is refused with an error naming the file and the
+//! key, never clamped silently.
+//!
+//! **Never grantable** (see [`Protected`]): the plugins folder (the folder of the policy
+//! file) and every folder above it, the folder holding the real file of any plugin or
+//! policy of that folder (when it is a symlink) and every folder above that, the compile
+//! cache (itself, everything inside it, every folder above it) and the paths the operator
+//! protects (the host config file). A plugin granted one of those could rewrite its own
+//! policy, replace another plugin or plant native code in the cache. A folder *inside*
+//! the plugins folder is fine (a dedicated data folder such as `./data/NAME`): plugins are
+//! only the `*.wasm` files directly in the plugins folder. Every granted folder is
+//! resolved to its real path (symlinks followed) before the check, and the resolved path
+//! is what the sandbox opens. Such a policy is refused at load with an error naming the
+//! file, the key and the entry.
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -33,6 +49,77 @@ pub const DEFAULT_MEMORY_MB: u64 = 64;
 pub const MAX_MEMORY_MB: u64 = 1024;
 /// Default cap of captured stdout (and, separately, stderr), in KiB.
 pub const DEFAULT_OUTPUT_KB: u64 = 64;
+/// Largest wall-clock deadline a policy may ask for: 10 minutes.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Largest fuel budget a policy may ask for (10^13 instructions, hours of CPU: the
+/// deadline stops such a call long before).
+pub const MAX_FUEL: u64 = 10_000_000_000_000;
+/// Largest cap of captured stdout/stderr a policy may ask for: 16 MiB each.
+pub const MAX_OUTPUT_KB: u64 = 16 * 1024;
+
+/// Paths no policy may grant, in `read` or `write` (see the module docs). Compared by real
+/// path (symlinks resolved).
+#[derive(Debug, Clone, Default)]
+pub struct Protected {
+    /// `(real path, sealed)`: a grant may be neither the path nor a folder above it; when
+    /// `sealed`, nor a folder inside it.
+    entries: Vec<(PathBuf, bool)>,
+}
+
+impl Protected {
+    /// No protected path (the plugins folder of a policy is always protected anyway).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Protects `path` (a file or folder): no grant may be it or a folder above it.
+    pub fn add(&mut self, path: &Path) {
+        self.entries.push((real_path(path), false));
+    }
+
+    /// Protects the folder `path` and all it holds: no grant may be it, a folder above
+    /// it, or a folder inside it (the compile cache).
+    pub fn add_sealed(&mut self, path: &Path) {
+        self.entries.push((real_path(path), true));
+    }
+
+    /// Why the (real) folder `dir` may not be granted, if it may not.
+    fn refuses(&self, dir: &Path) -> Option<String> {
+        self.entries.iter().find_map(|(p, sealed)| {
+            if p == dir {
+                Some(format!("is the protected path {}", p.display()))
+            } else if p.starts_with(dir) {
+                Some(format!("contains the protected path {}", p.display()))
+            } else if *sealed && dir.starts_with(p) {
+                Some(format!("is inside the protected folder {}", p.display()))
+            } else {
+                None
+            }
+        })
+    }
+}
+
+/// The real path of `p` (symlinks resolved), or its lexical normal form when it does not
+/// exist (nothing can be granted inside a folder that does not exist yet).
+fn real_path(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| normalize(p))
+}
+
+/// What a plugins folder protects: the folder itself and the real location of each of
+/// its plugins and policies (a symlinked `calc.wasm` protects the folder it points into).
+fn plugins_folder_protected(folder: &Path, out: &mut Protected) {
+    out.add(folder);
+    let Ok(rd) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for e in rd.filter_map(Result::ok) {
+        let p = e.path();
+        let ext = p.extension().and_then(|x| x.to_str());
+        if matches!(ext, Some("wasm" | "toml")) && e.file_type().is_ok_and(|t| t.is_symlink()) {
+            out.add(&p);
+        }
+    }
+}
 
 /// The raw file, as written. `deny_unknown_fields` makes a typo an error.
 #[derive(Debug, Default, Deserialize)]
@@ -59,9 +146,9 @@ struct RawPolicy {
 pub struct Policy {
     /// The file it came from (`None` for the default policy).
     pub file: Option<PathBuf>,
-    /// Read-only directories (absolute, normalised).
+    /// Read-only directories (real paths: absolute, symlinks resolved).
     pub read: Vec<PathBuf>,
-    /// Read-write directories (absolute, normalised).
+    /// Read-write directories (real paths: absolute, symlinks resolved).
     pub write: Vec<PathBuf>,
     /// The network allowlist.
     pub network: Vec<NetRule>,
@@ -111,9 +198,18 @@ impl Policy {
 
     /// Loads the policy of `wasm`: its `NAME.toml` if present, else the default policy.
     pub fn for_component(wasm: &Path) -> Result<Self, PolicyError> {
+        Self::for_component_protected(wasm, &Protected::new())
+    }
+
+    /// [`Self::for_component`], refusing grants of `protected` paths too (the compile
+    /// cache, the host config file).
+    pub fn for_component_protected(
+        wasm: &Path,
+        protected: &Protected,
+    ) -> Result<Self, PolicyError> {
         let file = Self::path_for(wasm);
         match std::fs::read_to_string(&file) {
-            Ok(text) => Self::parse(&text, &file),
+            Ok(text) => Self::parse_protected(&text, &file, protected),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(source) => Err(PolicyError::Read {
                 file: file.display().to_string(),
@@ -122,8 +218,18 @@ impl Policy {
         }
     }
 
-    /// Parses policy text. `file` names the file in errors and anchors relative paths.
+    /// Parses policy text. `file` names the file in errors and anchors relative paths;
+    /// its folder is the plugins folder, which no entry may grant.
     pub fn parse(text: &str, file: &Path) -> Result<Self, PolicyError> {
+        Self::parse_protected(text, file, &Protected::new())
+    }
+
+    /// [`Self::parse`], refusing grants of `protected` paths too.
+    pub fn parse_protected(
+        text: &str,
+        file: &Path,
+        protected: &Protected,
+    ) -> Result<Self, PolicyError> {
         let fname = file.display().to_string();
         let raw: RawPolicy = toml::from_str(text).map_err(|e| {
             let msg = e.message().to_string();
@@ -146,7 +252,9 @@ impl Policy {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
-        let dirs = |list: &[String], key: &str| -> Result<Vec<PathBuf>, PolicyError> {
+        // Built only when the policy grants folders (a read_dir of the plugins folder).
+        let mut forbidden: Option<Protected> = None;
+        let mut dirs = |list: &[String], key: &str| -> Result<Vec<PathBuf>, PolicyError> {
             list.iter()
                 .map(|d| {
                     let p = normalize(&base.join(d));
@@ -159,10 +267,29 @@ impl Policy {
                             ),
                         });
                     }
-                    Ok(p)
+                    let real = std::fs::canonicalize(&p).map_err(|e| PolicyError::Invalid {
+                        file: fname.clone(),
+                        message: format!("`{key}` entry {d:?}: {}: {e}", p.display()),
+                    })?;
+                    let forbidden = forbidden.get_or_insert_with(|| {
+                        let mut f = protected.clone();
+                        plugins_folder_protected(&base, &mut f);
+                        f
+                    });
+                    if let Some(reason) = forbidden.refuses(&real) {
+                        return Err(PolicyError::Forbidden {
+                            file: fname.clone(),
+                            key: key.to_string(),
+                            entry: d.clone(),
+                            reason: format!("{} {reason}", real.display()),
+                        });
+                    }
+                    Ok(real)
                 })
                 .collect()
         };
+        let read = dirs(&raw.read, "read")?;
+        let write = dirs(&raw.write, "write")?;
         let network = raw
             .network
             .iter()
@@ -183,23 +310,42 @@ impl Policy {
             });
         }
         let timeout_ms = raw.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-        if timeout_ms == 0 {
+        if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
             return Err(PolicyError::Invalid {
                 file: fname,
-                message: "`timeout_ms` must be at least 1".into(),
+                message: format!(
+                    "`timeout_ms` must be between 1 and {MAX_TIMEOUT_MS}, got {timeout_ms}"
+                ),
+            });
+        }
+        if let Some(fuel) = raw.fuel
+            && (fuel == 0 || fuel > MAX_FUEL)
+        {
+            return Err(PolicyError::Invalid {
+                file: fname,
+                message: format!("`fuel` must be between 1 and {MAX_FUEL}, got {fuel}"),
+            });
+        }
+        let output_kb = raw.output_kb.unwrap_or(DEFAULT_OUTPUT_KB);
+        if output_kb == 0 || output_kb > MAX_OUTPUT_KB {
+            return Err(PolicyError::Invalid {
+                file: fname,
+                message: format!(
+                    "`output_kb` must be between 1 and {MAX_OUTPUT_KB}, got {output_kb}"
+                ),
             });
         }
         Ok(Policy {
             file: Some(file.to_path_buf()),
-            read: dirs(&raw.read, "read")?,
-            write: dirs(&raw.write, "write")?,
+            read,
+            write,
             network,
             sockets: raw.sockets,
             env: raw.env,
             timeout: Duration::from_millis(timeout_ms),
             fuel: raw.fuel,
             memory_bytes: mib(memory_mb),
-            output_bytes: kib(raw.output_kb.unwrap_or(DEFAULT_OUTPUT_KB)),
+            output_bytes: kib(output_kb),
         })
     }
 
@@ -264,5 +410,82 @@ mod tests {
         assert!(Policy::parse("memory_mb = 0", Path::new("a.toml")).is_err());
         assert!(Policy::parse("network = [\"ftp://x\"]", Path::new("a.toml")).is_err());
         assert!(Policy::parse("read = [\"/definitely/not/here\"]", Path::new("a.toml")).is_err());
+    }
+
+    fn err(text: &str, file: &Path, protected: &Protected) -> String {
+        Policy::parse_protected(text, file, protected)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn huge_limits_are_refused_with_the_key() {
+        let f = Path::new("/x/p.toml");
+        let none = Protected::new();
+        for (text, key) in [
+            ("timeout_ms = 18446744073709551615", "`timeout_ms`"),
+            ("timeout_ms = 600001", "`timeout_ms`"),
+            ("fuel = 0", "`fuel`"),
+            ("fuel = 18446744073709551615", "`fuel`"),
+            ("output_kb = 99999999", "`output_kb`"),
+            ("memory_mb = 4096", "`memory_mb`"),
+        ] {
+            let e = err(text, f, &none);
+            assert!(e.contains("/x/p.toml") && e.contains(key), "{text}: {e}");
+        }
+        let ok = Policy::parse(
+            "timeout_ms = 600000\nfuel = 10000000000000\noutput_kb = 16384\n",
+            f,
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+    }
+
+    #[test]
+    fn the_plugins_folder_its_ancestors_and_protected_paths_are_not_grantable() {
+        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let plugins = root.path().join("plugins");
+        let data = plugins.join("data");
+        let cache = root.path().join("cache");
+        let other = root.path().join("other");
+        for d in [&data, &cache.join("index"), &other] {
+            std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
+        }
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&plugins, other.join("link")).unwrap_or_else(|e| panic!("{e}"));
+        let file = plugins.join("p.toml");
+        let mut protected = Protected::new();
+        protected.add_sealed(&cache);
+        let config = root.path().join("other").join("toolhost.toml");
+        std::fs::write(&config, "").unwrap_or_else(|e| panic!("{e}"));
+        protected.add(&config);
+        let abs = |p: &Path| p.display().to_string();
+        for (key, entry) in [
+            ("write", ".".to_string()),
+            ("read", ".".to_string()),
+            ("read", "..".to_string()),
+            ("read", "/".to_string()),
+            ("write", "./data/..".to_string()),
+            ("write", abs(&cache)),
+            ("read", abs(&cache.join("index"))),
+            ("write", abs(&other)),
+            #[cfg(unix)]
+            ("write", abs(&other.join("link"))),
+        ] {
+            let e = err(&format!("{key} = [{entry:?}]"), &file, &protected);
+            assert!(
+                e.contains("p.toml")
+                    && e.contains(&format!("`{key}`"))
+                    && e.contains("not grantable"),
+                "{key} = {entry}: {e}"
+            );
+        }
+        // A dedicated data folder inside the plugins folder is fine, and kept as a real path.
+        let p = Policy::parse_protected("write = [\"./data\"]", &file, &protected)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            p.write,
+            [std::fs::canonicalize(&data).unwrap_or_else(|e| panic!("{e}"))]
+        );
     }
 }

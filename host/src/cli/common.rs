@@ -37,6 +37,12 @@ pub async fn build_registry(args: &HostArgs) -> anyhow::Result<(ToolRegistry, Ve
     let config = load_config(args)?;
     let registry = ToolRegistry::new();
     let dir = plugins_dir(args, &config);
+    // No plugin policy may grant the config file's folder (nor one above it): a plugin
+    // that could write `toolhost.toml` could add MCP servers, i.e. run commands. Protected
+    // even when the file does not exist yet, for that same reason.
+    if let Ok(engine) = toolhost::loader::wasm_engine() {
+        engine.protect_path(&std::path::absolute(&args.config).unwrap_or(args.config.clone()));
+    }
     let mut problems = load_plugins(&registry, &dir).await;
     problems.extend(connect_mcp(&registry, &config).await);
     for p in &problems {

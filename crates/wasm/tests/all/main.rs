@@ -8,6 +8,7 @@ mod support;
 mod fs;
 mod hostile_fs;
 mod hostile_net;
+mod hostile_load;
 mod limits;
 mod loading;
 mod net;
