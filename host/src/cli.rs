@@ -5,12 +5,16 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod approve;
 pub mod call;
 pub mod chat;
 pub mod common;
 pub mod inspect;
 pub mod list;
+pub mod lock;
+pub mod mcp_trust;
 pub mod new;
+pub mod remove;
 pub mod serve;
 
 /// toolhost: run sandboxed WebAssembly tools, MCP tools and native tools for LLMs.
@@ -52,6 +56,12 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Scaffold a new plugin from a template.
     New(new::NewArgs),
+    /// Approve what a plugin (or `mcp:SERVER`) requests: writes the lock.
+    Approve(approve::ApproveArgs),
+    /// Delete a plugin: NAME.wasm, NAME.toml and its lock entry.
+    Remove(remove::RemoveArgs),
+    /// Check that the plugins folder and its lock agree (`--check`).
+    Lock(lock::LockArgs),
 }
 
 impl Cli {
@@ -73,6 +83,9 @@ impl Cli {
             Command::Serve(a) => serve::run(a).await,
             Command::Chat(a) => chat::run(a).await,
             Command::New(a) => new::run(a).await,
+            Command::Approve(a) => approve::run(a).await,
+            Command::Remove(a) => remove::run(a).await,
+            Command::Lock(a) => lock::run(a).await,
         }
     }
 }

@@ -16,7 +16,7 @@ pub mod server;
 pub mod stdio;
 pub mod tool;
 
-pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpRegistered, McpTransport};
+pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpRegistered, McpTransport, ToolFilter};
 pub use config::{McpConfig, McpServerConfig};
 pub use error::{McpClientError, McpServeError};
 pub use server::McpServer;
