@@ -14,6 +14,7 @@ pub mod list;
 pub mod lock;
 pub mod mcp_trust;
 pub mod new;
+pub mod publish;
 pub mod remove;
 pub mod serve;
 
@@ -62,6 +63,8 @@ enum Command {
     Remove(remove::RemoveArgs),
     /// Check that the plugins folder and its lock agree (`--check`).
     Lock(lock::LockArgs),
+    /// Push a component (with its request file and signature) to an OCI registry.
+    Publish(publish::PublishArgs),
 }
 
 impl Cli {
@@ -86,6 +89,7 @@ impl Cli {
             Command::Approve(a) => approve::run(a).await,
             Command::Remove(a) => remove::run(a).await,
             Command::Lock(a) => lock::run(a).await,
+            Command::Publish(a) => publish::run(a).await,
         }
     }
 }

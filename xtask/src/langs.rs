@@ -415,7 +415,7 @@ fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
     None
 }
 
-fn apt_install(pkgs: &[&str]) -> crate::Result {
+pub(crate) fn apt_install(pkgs: &[&str]) -> crate::Result {
     let install = || {
         crate::run(
             Command::new("apt-get")

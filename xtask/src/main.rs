@@ -13,6 +13,7 @@ use std::process::{Command, ExitCode};
 mod bench_docs;
 mod demo;
 mod langs;
+mod peers_dist;
 mod peers_llm;
 mod peers_mcp;
 mod plugins;
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
                  test      set up everything the tests need, then run fmt, clippy and all tests\n            \
                  (extra arguments go to `cargo test`)\n  \
                  lint      cargo fmt --check and cargo clippy -D warnings\n  \
-                 peers     install the MCP and LLM test peers (npm, PyPI)\n  \
+                 peers     install the test peers (npm, PyPI, Debian docker-registry + minisign)\n  \
                  bench-docs  rebuild docs/benchmarks.md from docs/benchmarks/*.md\n  \
                  demo      build everything and run toolhost on its example plugins"
             );
@@ -90,6 +91,7 @@ pub fn run(cmd: &mut Command) -> Result {
 fn setup_peers() -> Result {
     peers_mcp::setup()?;
     peers_llm::setup()?;
+    peers_dist::setup()?;
     Ok(())
 }
 
@@ -122,6 +124,7 @@ fn test(extra: &[String]) -> Result {
     for (k, v) in peers_mcp::test_env()
         .into_iter()
         .chain(peers_llm::test_env())
+        .chain(peers_dist::test_env())
     {
         cmd.env(k, v);
     }

@@ -1,0 +1,192 @@
+//! minisign interoperability both ways with the real `minisign` tool, and the refusals:
+//! untrusted key, tampered component, garbage signature.
+
+use toolhost_dist::{
+    DistError, Fetched, check_signature, sha256_digest, sign, signature_key_id, verify_signature,
+};
+
+use crate::support::{Keys, calc_wasm};
+
+#[test]
+fn minisign_tool_signature_verifies_and_tampering_is_refused() -> anyhow::Result<()> {
+    let Some(keys) = Keys::generate()? else {
+        return Ok(());
+    };
+    let wasm = calc_wasm();
+    let sig = keys.minisign_sign(&wasm)?;
+
+    // Tampered component: one byte flipped in the middle.
+    let mut tampered = wasm.clone();
+    let mid = tampered.len() / 2;
+    tampered[mid] ^= 0x01;
+    let err = verify_signature(&tampered, &sig, std::slice::from_ref(&keys.public)).unwrap_err();
+    eprintln!("refused as expected: {err}");
+    assert!(matches!(err, DistError::BadSignature(_)), "{err}");
+
+    // Good call: the untouched component verifies, and the key id is minisign's.
+    let id = verify_signature(&wasm, &sig, std::slice::from_ref(&keys.public))?;
+    assert_eq!(id, keys.key_id);
+    assert_eq!(signature_key_id(&sig)?, keys.key_id);
+    Ok(())
+}
+
+#[test]
+fn signature_by_an_untrusted_key_is_refused() -> anyhow::Result<()> {
+    let (Some(signer), Some(other)) = (Keys::generate()?, Keys::generate()?) else {
+        return Ok(());
+    };
+    let wasm = calc_wasm();
+    let sig = signer.minisign_sign(&wasm)?;
+    let err = verify_signature(&wasm, &sig, std::slice::from_ref(&other.public)).unwrap_err();
+    eprintln!("refused as expected: {err}");
+    match &err {
+        DistError::UntrustedKey { key_id } => assert_eq!(key_id, &signer.key_id),
+        _ => panic!("expected UntrustedKey, got {err}"),
+    }
+    assert!(err.to_string().contains(&signer.key_id), "{err}");
+    // No trusted keys at all: untrusted too.
+    assert!(matches!(
+        verify_signature(&wasm, &sig, &[]),
+        Err(DistError::UntrustedKey { .. })
+    ));
+    // Good call: with the signer's key among the trusted ones (a whole .pub file's text works too).
+    let pub_text = std::fs::read_to_string(&signer.public_file)?;
+    let id = verify_signature(&wasm, &sig, &[other.public.clone(), pub_text])?;
+    assert_eq!(id, signer.key_id);
+    Ok(())
+}
+
+#[test]
+fn toolhost_signature_verifies_with_minisign_tool() -> anyhow::Result<()> {
+    let Some(keys) = Keys::generate()? else {
+        return Ok(());
+    };
+    let wasm = calc_wasm();
+    let sig = sign(&wasm, &keys.secret_file)?;
+    assert!(
+        keys.minisign_verify(&wasm, &sig)?,
+        "minisign -V refused:\n{sig}"
+    );
+    // The real tool refuses it for other bytes, so the check above can fail.
+    let mut tampered = wasm.clone();
+    tampered[8] ^= 0x80;
+    assert!(!keys.minisign_verify(&tampered, &sig)?);
+    // And it verifies here with the same key id minisign printed.
+    assert_eq!(
+        verify_signature(&wasm, &sig, std::slice::from_ref(&keys.public))?,
+        keys.key_id
+    );
+    Ok(())
+}
+
+#[test]
+fn garbage_signatures_and_keys_are_typed_errors() -> anyhow::Result<()> {
+    let Some(keys) = Keys::generate()? else {
+        return Ok(());
+    };
+    let wasm = calc_wasm();
+    for garbage in [
+        "",
+        "hello",
+        "untrusted comment: x\n!!!\n",
+        &"A".repeat(100_000),
+    ] {
+        let err = verify_signature(&wasm, garbage, std::slice::from_ref(&keys.public)).unwrap_err();
+        eprintln!("refused as expected: {err}");
+        assert!(
+            matches!(err, DistError::BadSignature(_) | DistError::TooLarge { .. }),
+            "{err}"
+        );
+    }
+    let sig = keys.minisign_sign(&wasm)?;
+    let err = verify_signature(&wasm, &sig, &["not a key".to_string()]).unwrap_err();
+    eprintln!("refused as expected: {err}");
+    assert!(matches!(err, DistError::BadKey(_)), "{err}");
+    // An encrypted secret key (the kdf field set) is refused with a message saying so.
+    let text = std::fs::read_to_string(&keys.secret_file)?;
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut raw = base64_decode(&lines[1]);
+    raw[2..4].copy_from_slice(b"Sc");
+    lines[1] = base64_encode(&raw);
+    let encrypted = keys.dir.path().join("encrypted.key");
+    std::fs::write(&encrypted, lines.join("\n"))?;
+    let err = sign(&wasm, &encrypted).unwrap_err();
+    assert!(err.to_string().contains("encrypted"), "{err}");
+    // A secret key that is not one.
+    let bogus = keys.dir.path().join("bogus.key");
+    std::fs::write(&bogus, "untrusted comment: nope\nAAAA\n")?;
+    assert!(matches!(sign(&wasm, &bogus), Err(DistError::BadKey(_))));
+    // Good call.
+    assert_eq!(
+        verify_signature(&wasm, &sig, std::slice::from_ref(&keys.public))?,
+        keys.key_id
+    );
+    Ok(())
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(s.trim())
+        .unwrap()
+}
+
+fn base64_encode(b: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+fn fetched(wasm: &[u8], signature: Option<String>) -> Fetched {
+    Fetched {
+        name: "calc".into(),
+        wasm: wasm.to_vec(),
+        digest: sha256_digest(wasm),
+        request: None,
+        signature,
+        source: "file:///calc.wasm".into(),
+    }
+}
+
+#[test]
+fn install_rule_refuses_unsigned_and_untrusted_unless_allowed_and_bad_always() -> anyhow::Result<()>
+{
+    let (Some(signer), Some(other)) = (Keys::generate()?, Keys::generate()?) else {
+        return Ok(());
+    };
+    let wasm = calc_wasm();
+    let trusted = std::slice::from_ref(&signer.public);
+    let sig = signer.minisign_sign(&wasm)?;
+    let by_other = other.minisign_sign(&wasm)?;
+    let mut tampered = wasm.clone();
+    tampered[100] ^= 1;
+
+    assert!(matches!(
+        check_signature(&fetched(&wasm, None), trusted, false),
+        Err(DistError::Unsigned)
+    ));
+    assert!(matches!(
+        check_signature(&fetched(&wasm, Some(by_other.clone())), trusted, false),
+        Err(DistError::UntrustedKey { .. })
+    ));
+    // A bad signature by a trusted key is refused even with allow_unsigned.
+    assert!(matches!(
+        check_signature(&fetched(&tampered, Some(sig.clone())), trusted, true),
+        Err(DistError::BadSignature(_))
+    ));
+    assert!(matches!(
+        check_signature(&fetched(&wasm, Some("garbage".into())), trusted, true),
+        Err(DistError::BadSignature(_))
+    ));
+    // Allowed: unsigned and untrusted pass without a signer.
+    assert_eq!(check_signature(&fetched(&wasm, None), trusted, true)?, None);
+    assert_eq!(
+        check_signature(&fetched(&wasm, Some(by_other)), trusted, true)?,
+        None
+    );
+    // Good call: signed by the trusted key.
+    assert_eq!(
+        check_signature(&fetched(&wasm, Some(sig)), trusted, false)?,
+        Some(signer.key_id.clone())
+    );
+    Ok(())
+}
