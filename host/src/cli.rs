@@ -10,6 +10,7 @@ pub mod call;
 pub mod chat;
 pub mod common;
 pub mod inspect;
+pub mod install;
 pub mod list;
 pub mod lock;
 pub mod mcp_trust;
@@ -59,6 +60,10 @@ enum Command {
     New(new::NewArgs),
     /// Approve what a plugin (or `mcp:SERVER`) requests: writes the lock.
     Approve(approve::ApproveArgs),
+    /// Fetch, verify, show and approve a plugin, then write it into the plugins folder.
+    Install(install::InstallArgs),
+    /// Fetch the recorded source of installed plugins again, show the diff, approve.
+    Update(install::UpdateArgs),
     /// Delete a plugin: NAME.wasm, NAME.toml and its lock entry.
     Remove(remove::RemoveArgs),
     /// Check that the plugins folder and its lock agree (`--check`).
@@ -87,6 +92,8 @@ impl Cli {
             Command::Chat(a) => chat::run(a).await,
             Command::New(a) => new::run(a).await,
             Command::Approve(a) => approve::run(a).await,
+            Command::Install(a) => install::run_install(a).await,
+            Command::Update(a) => install::run_update(a).await,
             Command::Remove(a) => remove::run(a).await,
             Command::Lock(a) => lock::run(a).await,
             Command::Publish(a) => publish::run(a).await,

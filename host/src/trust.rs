@@ -433,10 +433,11 @@ impl Candidate {
     }
 }
 
-/// `file://` URL of a local path (absolute), the `source` of a plugin approved in place.
+/// `file://` URL of a local path (absolute), the `source` of a plugin approved in place
+/// (written as `toolhost-dist` writes it, so `update` can fetch it again).
 pub fn file_source(path: &Path) -> String {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    format!("file://{}", abs.display())
+    toolhost_dist::Source::File(abs).to_string()
 }
 
 // ------------------------------------------------------------------ MCP servers

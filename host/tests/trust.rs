@@ -630,3 +630,342 @@ fn a_changed_mcp_tool_description_is_withheld_and_flagged() {
     );
     assert_eq!(withheld.len(), 2, "{list:#}");
 }
+
+// ------------------------------------------------------------------ install / update
+
+/// A peer program (`/usr/bin/NAME`, installed by `cargo xtask peers`); `None` (skip) outside
+/// CI when missing.
+fn peer(path: &str) -> Option<PathBuf> {
+    let p = PathBuf::from(path);
+    if p.is_file() {
+        return Some(p);
+    }
+    let msg = format!("{path} is missing: run `cargo xtask peers`");
+    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+        panic!("{msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    None
+}
+
+/// A minisign key pair made by the real tool; returns (public key line, key id, secret file).
+fn keys(dir: &Path) -> Option<(String, String, PathBuf)> {
+    let minisign = peer("/usr/bin/minisign")?;
+    let (public, secret) = (dir.join("key.pub"), dir.join("key.sec"));
+    let out = Command::new(minisign)
+        .args(["-G", "-W", "-p"])
+        .arg(&public)
+        .arg("-s")
+        .arg(&secret)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let text = std::fs::read_to_string(&public).unwrap();
+    let line = text.lines().last().unwrap().trim().to_string();
+    let id = text
+        .lines()
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    Some((line, id, secret))
+}
+
+/// Signs `file` with `minisign -S` (writes `file.minisig`).
+fn sign(file: &Path, secret: &Path) {
+    let out = Command::new("/usr/bin/minisign")
+        .args(["-S", "-s"])
+        .arg(secret)
+        .arg("-m")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+}
+
+/// A release folder (what a plugin author ships): files.wasm and its request.
+fn release(request: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(built().join("files.wasm"), dir.path().join("files.wasm")).unwrap();
+    std::fs::write(dir.path().join("files.toml"), request).unwrap();
+    dir
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn install_from_a_local_path_grants_the_approved_request_only() {
+    let rel = release("read = [\"./files-data\"]\n");
+    let src = rel.path().join("files.wasm");
+    let f = Folder::new();
+    let note = f.data("files-data", "note.txt", "installed content");
+    let before = entries(f.path());
+
+    // Unsigned: refused, naming the check; nothing written.
+    let out = f.run(&["install", &src.to_string_lossy(), "--yes"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("signature check"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(entries(f.path()), before);
+
+    // A wrong digest pin: refused, naming the check; nothing written.
+    let wrong = format!("sha256:{}", "0".repeat(64));
+    let out = f.run(&[
+        "install",
+        &src.to_string_lossy(),
+        "--yes",
+        "--allow-unsigned",
+        "--digest",
+        &wrong,
+    ]);
+    assert!(!out.status.success(), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(stderr.contains("digest"), "{}", show(&out));
+    assert_eq!(entries(f.path()), before);
+
+    // No terminal, no --yes: nothing written either.
+    let out = f.run(&["install", &src.to_string_lossy(), "--allow-unsigned"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert_eq!(entries(f.path()), before);
+
+    let out = f.run(&[
+        "install",
+        &src.to_string_lossy(),
+        "--yes",
+        "--allow-unsigned",
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("read_file"),
+        "{}",
+        show(&out)
+    );
+    assert!(f.path().join("files.wasm").is_file() && f.path().join("files.toml").is_file());
+    assert!(f.lock().contains("[plugins.files]"), "{}", f.lock());
+    assert_eq!(
+        ok_render(&f.call("read_file", serde_json::json!({ "path": note }))),
+        "installed content"
+    );
+    let err = error_of(&f.call("read_file", serde_json::json!({"path": "/etc/passwd"})));
+    assert!(err.to_lowercase().contains("denied"), "{err}");
+    let out = f.run(&["lock", "--check"]);
+    assert!(out.status.success(), "{}", show(&out));
+    // Installing over an installed plugin is refused.
+    let out = f.run(&[
+        "install",
+        &src.to_string_lossy(),
+        "--yes",
+        "--allow-unsigned",
+    ]);
+    assert!(!out.status.success(), "{}", show(&out));
+}
+
+#[test]
+fn install_checks_the_signature_against_the_configured_keys() {
+    let rel = release("read = [\"./files-data\"]\n");
+    let Some((public, key_id, secret)) = keys(rel.path()) else {
+        return;
+    };
+    let src = rel.path().join("files.wasm");
+    sign(&src, &secret);
+    let f = Folder::new();
+    f.data("files-data", "note.txt", "x");
+    let before = entries(f.path());
+
+    // Signed, but by a key the operator does not trust: refused.
+    let other = tempfile::tempdir().unwrap();
+    let (other_public, _, _) = keys(other.path()).unwrap();
+    f.config(&format!("[trust]\nkeys = [{other_public:?}]\n"));
+    let out = f.run(&["install", &src.to_string_lossy(), "--yes"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("signature check"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(entries(f.path()), before);
+
+    // A tampered component with the author's real signature: refused even with --allow-unsigned.
+    f.config(&format!("[trust]\nkeys = [{public:?}]\n"));
+    let tampered = tempfile::tempdir().unwrap();
+    let t = tampered.path().join("files.wasm");
+    std::fs::write(&t, rebuilt(&std::fs::read(&src).unwrap(), "tampered")).unwrap();
+    std::fs::copy(
+        rel.path().join("files.wasm.minisig"),
+        tampered.path().join("files.wasm.minisig"),
+    )
+    .unwrap();
+    let out = f.run(&["install", &t.to_string_lossy(), "--yes", "--allow-unsigned"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert_eq!(entries(f.path()), before);
+
+    // The trusted key: installed, and the lock records the signer.
+    let out = f.run(&["install", &src.to_string_lossy(), "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        f.lock().contains(&format!("signer = \"{key_id}\"")),
+        "{}",
+        f.lock()
+    );
+}
+
+/// A Debian `docker-registry` on 127.0.0.1 (storage in a temp folder), killed on drop.
+struct Registry {
+    child: std::process::Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn registry() -> Option<Registry> {
+    use std::io::{Read, Write};
+    let exe = peer("/usr/bin/docker-registry")?;
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let config = dir.path().join("config.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n",
+            dir.path().join("storage").display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(exe)
+        .arg("serve")
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reg = Registry {
+        child,
+        addr,
+        _dir: dir,
+    };
+    // Poll `/v2/` until it answers 200 (bounded: 200 tries); an exit means it failed.
+    for _ in 0..200 {
+        assert!(
+            reg.child.try_wait().unwrap().is_none(),
+            "docker-registry exited"
+        );
+        if let Ok(mut s) = std::net::TcpStream::connect(&reg.addr) {
+            let _ = write!(s, "GET /v2/ HTTP/1.0\r\nHost: {}\r\n\r\n", reg.addr);
+            let mut buf = String::new();
+            let _ = s.read_to_string(&mut buf);
+            if buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200") {
+                return Some(reg);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("docker-registry did not answer on {}", reg.addr);
+}
+
+#[test]
+fn install_and_update_from_a_real_registry() {
+    let Some(reg) = registry() else { return };
+    let rel = release("read = [\"./files-data\"]\n");
+    let Some((public, key_id, secret)) = keys(rel.path()) else {
+        return;
+    };
+    let reference = format!("oci://{}/plugins/files:1", reg.addr);
+    let f = Folder::new();
+    let note = f.data("files-data", "note.txt", "from the registry");
+    let publish = |wasm: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("publish")
+            .arg(wasm)
+            .arg(&reference)
+            .arg("--sign")
+            .arg(&secret)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "publish: {}", show(&out));
+    };
+    publish(&rel.path().join("files.wasm"));
+    f.config(&format!("[trust]\nkeys = [{public:?}]\n"));
+
+    let out = f.run(&["install", &reference, "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let lock = f.lock();
+    assert!(
+        lock.contains(&format!("source = \"{reference}\"")),
+        "{lock}"
+    );
+    assert!(lock.contains(&format!("signer = \"{key_id}\"")), "{lock}");
+    assert_eq!(
+        ok_render(&f.call("read_file", serde_json::json!({ "path": note }))),
+        "from the registry"
+    );
+
+    // Nothing new: update says so and changes nothing.
+    let out = f.run(&["update", "files", "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("up to date"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(f.lock(), lock);
+
+    // A new release under the same tag that asks for more: update shows the diff.
+    let v2 = tempfile::tempdir().unwrap();
+    let wasm2 = v2.path().join("files.wasm");
+    std::fs::write(
+        &wasm2,
+        rebuilt(&std::fs::read(rel.path().join("files.wasm")).unwrap(), "v2"),
+    )
+    .unwrap();
+    f.data("more", "m.txt", "more");
+    std::fs::write(
+        v2.path().join("files.toml"),
+        "read = [\"./files-data\", \"./more\"]\n",
+    )
+    .unwrap();
+    publish(&wasm2);
+    let out = f.run(&["update", "files"]);
+    assert!(
+        !out.status.success(),
+        "no terminal, no --yes: {}",
+        show(&out)
+    );
+    assert_eq!(f.lock(), lock, "a refused update wrote the lock");
+    let out = f.run(&["update", "files", "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("file changed") && shown.contains("+ grant read") && shown.contains("/more"),
+        "{shown}"
+    );
+    assert_ne!(f.lock(), lock);
+    let more = f.path().join("more/m.txt").canonicalize().unwrap();
+    assert_eq!(
+        ok_render(&f.call("read_file", serde_json::json!({ "path": more }))),
+        "more"
+    );
+}
