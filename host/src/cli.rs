@@ -5,13 +5,18 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod approve;
 pub mod call;
 pub mod chat;
 pub mod common;
 pub mod inspect;
+pub mod install;
 pub mod list;
+pub mod lock;
+pub mod mcp_trust;
 pub mod new;
 pub mod publish;
+pub mod remove;
 pub mod serve;
 
 /// toolhost: run sandboxed WebAssembly tools, MCP tools and native tools for LLMs.
@@ -53,6 +58,16 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Scaffold a new plugin from a template.
     New(new::NewArgs),
+    /// Approve what a plugin (or `mcp:SERVER`) requests: writes the lock.
+    Approve(approve::ApproveArgs),
+    /// Fetch, verify, show and approve a plugin, then write it into the plugins folder.
+    Install(install::InstallArgs),
+    /// Fetch the recorded source of installed plugins again, show the diff, approve.
+    Update(install::UpdateArgs),
+    /// Delete a plugin: NAME.wasm, NAME.toml and its lock entry.
+    Remove(remove::RemoveArgs),
+    /// Check that the plugins folder and its lock agree (`--check`).
+    Lock(lock::LockArgs),
     /// Push a component (with its request file and signature) to an OCI registry.
     Publish(publish::PublishArgs),
 }
@@ -76,6 +91,11 @@ impl Cli {
             Command::Serve(a) => serve::run(a).await,
             Command::Chat(a) => chat::run(a).await,
             Command::New(a) => new::run(a).await,
+            Command::Approve(a) => approve::run(a).await,
+            Command::Install(a) => install::run_install(a).await,
+            Command::Update(a) => install::run_update(a).await,
+            Command::Remove(a) => remove::run(a).await,
+            Command::Lock(a) => lock::run(a).await,
             Command::Publish(a) => publish::run(a).await,
         }
     }

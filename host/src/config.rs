@@ -51,6 +51,68 @@ pub struct HostConfig {
     /// The MCP servers whose tools load next to the plugins.
     #[serde(default)]
     pub mcp: crate::mcp::McpConfig,
+    /// Who is trusted and what needs approval (see `docs/trust.md`).
+    #[serde(default)]
+    pub trust: TrustConfig,
+}
+
+/// `[trust]`: the operator's trust settings.
+///
+/// ```toml
+/// [trust]
+/// keys = ["RWQ..."]                    # minisign public keys whose signatures `install` accepts
+/// require_approval = "capabilities"    # or "all": unapproved plugins and unpinned MCP tools do not load
+/// accept_compatible_updates = true     # a changed file within its approval is accepted and recorded
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustConfig {
+    /// Trusted minisign public keys (the base64 line of a `.pub` file).
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// What an unapproved plugin may do.
+    #[serde(default)]
+    pub require_approval: RequireApproval,
+    /// Accept a changed plugin file whose request is within its approval and whose tool
+    /// definitions are unchanged (its new digest is recorded in the lock).
+    #[serde(default = "yes")]
+    pub accept_compatible_updates: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for TrustConfig {
+    fn default() -> Self {
+        TrustConfig {
+            keys: Vec::new(),
+            require_approval: RequireApproval::default(),
+            accept_compatible_updates: true,
+        }
+    }
+}
+
+impl TrustConfig {
+    /// The settings the trust evaluation needs.
+    pub fn options(&self) -> toolhost_trust::TrustOptions {
+        toolhost_trust::TrustOptions {
+            accept_compatible_updates: self.accept_compatible_updates,
+            require_all: self.require_approval == RequireApproval::All,
+        }
+    }
+}
+
+/// `[trust] require_approval`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RequireApproval {
+    /// Unapproved plugins load without any capability: their pure tools work, the others
+    /// refuse with the command that approves them.
+    #[default]
+    Capabilities,
+    /// Unapproved plugins do not load; MCP tools not pinned in the lock are withheld.
+    All,
 }
 
 impl HostConfig {
@@ -100,5 +162,14 @@ mod tests {
         assert_eq!(cfg.mcp.servers["fs"].timeout_secs, Some(7));
         assert!(cfg.mcp.servers["remote"].transport().is_ok());
         assert!(toml::from_str::<HostConfig>("[mcp.servers.x]\nbogus = 1").is_err());
+        assert!(cfg.trust.accept_compatible_updates);
+        assert_eq!(cfg.trust.require_approval, RequireApproval::Capabilities);
+        let t: HostConfig = toml::from_str(
+            "[trust]\nkeys = [\"RWQx\"]\nrequire_approval = \"all\"\naccept_compatible_updates = false\n",
+        )
+        .unwrap(); // ok: test code
+        assert_eq!(t.trust.require_approval, RequireApproval::All);
+        assert!(!t.trust.accept_compatible_updates && t.trust.keys == ["RWQx"]);
+        assert!(toml::from_str::<HostConfig>("[trust]\nrequire_approval = \"some\"").is_err());
     }
 }

@@ -35,3 +35,4 @@ pub use toolhost_wasm as wasm;
 
 pub mod config;
 pub mod loader;
+pub mod trust;

@@ -1,6 +1,7 @@
 //! Wiring: builds a [`ToolRegistry`] from a plugins folder and a host config.
 //!
-//! The WASM side (issue 3) fills `load_plugins`; the MCP side (issue 4) fills `connect_mcp`.
+//! `load_plugins` loads the plugins folder under the operator's lock (see [`crate::trust`]);
+//! `connect_mcp` connects the configured MCP servers.
 
 use std::path::Path;
 
@@ -16,32 +17,13 @@ pub struct LoadProblem {
     pub message: String,
 }
 
-/// Loads every plugin of `dir` into `registry`. Returns the problems met; good plugins load
-/// regardless.
+/// Loads every plugin of `dir` into `registry` under the lock of `dir` with the default
+/// trust settings (see [`crate::trust::load_plugins`]). Returns the problems met; good
+/// plugins load regardless.
 pub async fn load_plugins(registry: &ToolRegistry, dir: &Path) -> Vec<LoadProblem> {
-    let engine = match wasm_engine() {
-        Ok(e) => e,
-        Err(message) => {
-            return vec![LoadProblem {
-                source: dir.display().to_string(),
-                message,
-            }];
-        }
-    };
-    let (plugins, errors) = crate::wasm::loader::load_into(&engine, registry, dir).await;
-    // Plugins listed from the compile cache are linked on first use; link them now on a
-    // blocking thread so the first call does not wait for it, while the host is already
-    // answering (`tools/list` needs no linked component).
-    if !plugins.is_empty() && tokio::runtime::Handle::try_current().is_ok() {
-        tokio::task::spawn_blocking(move || {
-            for p in &plugins {
-                if let Err(e) = p.warm() {
-                    tracing::warn!(plugin = %p.path().display(), "{e}");
-                }
-            }
-        });
-    }
-    errors.iter().map(plugin_problem).collect()
+    crate::trust::load_plugins(registry, dir, &crate::config::TrustConfig::default())
+        .await
+        .1
 }
 
 /// The process-wide wasm engine (default options: pooling, epoch, fuel, compile cache),

@@ -114,13 +114,21 @@ fn link(from: &Path, to: &Path) {
     }
 }
 
-/// A plugins folder with one component and the given policy text.
+/// A plugins folder with one component and the given request (`NAME.toml`), approved
+/// by the operator (`toolhost approve NAME --yes`), so the request is granted.
 fn plugin_dir(wasm: &Path, policy: &str) -> tempfile::TempDir {
     warm(wasm);
     let tmp = tempfile::tempdir().unwrap();
     let name = wasm.file_name().unwrap();
     link(wasm, &tmp.path().join(name));
     std::fs::write(tmp.path().join(name).with_extension("toml"), policy).unwrap();
+    // Folders named in the request must exist before it is read.
+    if policy.contains("./data") {
+        std::fs::create_dir_all(tmp.path().join("data")).unwrap();
+    }
+    let stem = wasm.file_stem().unwrap().to_string_lossy().into_owned();
+    let out = toolhost(&["approve", &stem, "--yes", "--plugins"], tmp.path(), &[]);
+    assert!(out.status.success(), "{}", show(&out));
     tmp
 }
 

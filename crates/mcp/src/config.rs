@@ -107,6 +107,16 @@ pub async fn connect_all(
     registry: &ToolRegistry,
     config: &McpConfig,
 ) -> (Vec<McpClient>, Vec<McpServerProblem>) {
+    connect_all_filtered(registry, config, |_| None).await
+}
+
+/// [`connect_all`], with `filter_for(server)` choosing which tools of each server are
+/// offered (`None`: all); see [`McpClient::register_into_filtered`].
+pub async fn connect_all_filtered(
+    registry: &ToolRegistry,
+    config: &McpConfig,
+    filter_for: impl Fn(&str) -> Option<crate::sync::ToolFilter>,
+) -> (Vec<McpClient>, Vec<McpServerProblem>) {
     let problem = |server: &str, error: McpLoadError| McpServerProblem {
         server: server.to_string(),
         error,
@@ -142,7 +152,11 @@ pub async fn connect_all(
     connected.sort_by(|a, b| a.server_name().cmp(b.server_name()));
     let mut clients = Vec::new();
     for client in connected {
-        match client.register_into(registry).await {
+        let registered = match filter_for(client.server_name()) {
+            Some(keep) => client.register_into_filtered(registry, keep).await,
+            None => client.register_into(registry).await,
+        };
+        match registered {
             Ok(reg) => {
                 for p in reg.problems {
                     problems.push(problem(client.server_name(), McpLoadError::Tool(p)));

@@ -24,5 +24,5 @@ pub use error::{McpClientError, McpConfigError, McpLoadError, McpServeError, Mcp
 pub use info::{McpToolAnnotations, McpToolInfo};
 pub use server::McpServer;
 pub use stdio::StdioLimits;
-pub use sync::McpRegistered;
+pub use sync::{McpRegistered, ToolFilter};
 pub use tool::McpTool;

@@ -44,9 +44,21 @@ impl McpClient {
         &self,
         registry: &ToolRegistry,
     ) -> Result<McpRegistered, McpClientError> {
+        self.register_into_filtered(registry, Arc::new(|_: &McpToolInfo| true))
+            .await
+    }
+
+    /// [`McpClient::register_into`], offering only the tools `keep` accepts, at first and
+    /// at every refresh (the host withholds tools whose definition the operator has not
+    /// approved; see `docs/trust.md`).
+    pub async fn register_into_filtered(
+        &self,
+        registry: &ToolRegistry,
+        keep: ToolFilter,
+    ) -> Result<McpRegistered, McpClientError> {
         let tools = self.tools().await?;
         let sync = Arc::new(Mutex::new(SyncState::default()));
-        let report = sync_registry(self, registry, &sync, &tools);
+        let report = sync_registry(self, registry, &sync, &tools, &keep);
         let this = self.clone();
         let registry = registry.clone();
         let mut rx = self.tool_changes();
@@ -60,7 +72,7 @@ impl McpClient {
                 }
                 match this.tools().await {
                     Ok(tools) => {
-                        let r = sync_registry(&this, &registry, &sync, &tools);
+                        let r = sync_registry(&this, &registry, &sync, &tools, &keep);
                         for p in &r.problems {
                             tracing::warn!(server = %this.server_name(), "{p}");
                         }
@@ -90,17 +102,21 @@ struct SyncState {
     registered: HashMap<String, (String, Registration)>,
 }
 
+/// Decides which tools of a server are offered; see [`McpClient::register_into_filtered`].
+pub type ToolFilter = Arc<dyn Fn(&McpToolInfo) -> bool + Send + Sync>;
+
 fn sync_registry(
     client: &McpClient,
     registry: &ToolRegistry,
     state: &Mutex<SyncState>,
     tools: &[McpToolInfo],
+    offered: &ToolFilter,
 ) -> McpRegistered {
     let server = client.server_name();
     let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
     let mut report = McpRegistered::default();
     let mut keep = HashMap::new();
-    for info in tools {
+    for info in tools.iter().filter(|i| offered(i)) {
         let existing = st.registered.remove(&info.name);
         let name = match &existing {
             Some((name, _)) => name.clone(),

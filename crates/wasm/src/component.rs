@@ -304,15 +304,25 @@ impl Plugin {
     /// file that compiled, linked as a `tool` world and described itself successfully
     /// under this host version and engine configuration.
     pub async fn load(engine: &WasmEngine, path: &Path) -> Result<Plugin, PluginError> {
+        let policy = Policy::for_component_protected(path, &engine.protected_paths()).map_err(
+            |source| PluginError::Policy {
+                path: path.display().to_string(),
+                source,
+            },
+        )?;
+        Self::load_with_policy(engine, path, policy).await
+    }
+
+    /// [`Plugin::load`] with the policy given by the caller instead of read from
+    /// `NAME.toml` (the host passes the operator-approved grant, a subset of the request
+    /// read with [`Policy::for_component_protected`]; see `docs/trust.md`).
+    pub async fn load_with_policy(
+        engine: &WasmEngine,
+        path: &Path,
+        policy: Policy,
+    ) -> Result<Plugin, PluginError> {
         let name = path.display().to_string();
         let t0 = std::time::Instant::now();
-        let policy =
-            Policy::for_component_protected(path, &engine.protected_paths()).map_err(|source| {
-                PluginError::Policy {
-                    path: name.clone(),
-                    source,
-                }
-            })?;
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -387,6 +397,7 @@ impl Plugin {
                     registered: Arc::from(spec.name.as_str()),
                     spec,
                     grant,
+                    refusal: None,
                 })
             })
             .collect();
@@ -442,6 +453,30 @@ impl Plugin {
     /// The described tools.
     pub fn tools(&self) -> &[Arc<WasmTool>] {
         &self.tools
+    }
+
+    /// "sha256:HEX" of the component file (as the engine computed it when loading).
+    pub fn digest(&self) -> String {
+        format!("sha256:{}", self.inner.digest)
+    }
+
+    /// Keeps only the tools for which `keep` is true (the host withholds tools whose
+    /// definition the operator has not approved).
+    pub fn retain_tools(&mut self, keep: impl Fn(&ToolSpec) -> bool) {
+        self.tools.retain(|t| keep(&t.spec));
+    }
+
+    /// Makes every tool for which `refuse` returns a message refuse each call with
+    /// `PermissionDenied(message)`, without running (the host's tools that need an
+    /// approval the plugin does not have yet).
+    pub fn refuse_tools(&mut self, refuse: impl Fn(&ToolSpec) -> Option<String>) {
+        for t in &mut self.tools {
+            if let Some(msg) = refuse(&t.spec) {
+                let mut tool = WasmTool::clone(t);
+                tool.refusal = Some(msg);
+                *t = Arc::new(tool);
+            }
+        }
     }
 
     /// The component's imports (WASI interfaces, `toolhost:tool/host`, ...). Links the
@@ -595,6 +630,7 @@ fn new_store(
 
 /// One tool of a component. Implements [`BaseTool`]; goes into the `ToolRegistry` like
 /// any other tool.
+#[derive(Clone)]
 pub struct WasmTool {
     plugin: Arc<PluginInner>,
     /// The name the component knows the tool by (passed to its `call`).
@@ -604,6 +640,8 @@ pub struct WasmTool {
     registered: Arc<str>,
     spec: ToolSpec,
     grant: Grant,
+    /// Set by [`Plugin::refuse_tools`]: every call is refused with this message.
+    refusal: Option<String>,
 }
 
 impl std::fmt::Debug for WasmTool {
@@ -659,6 +697,12 @@ impl WasmTool {
 
     /// Runs the tool once, in a fresh sandbox.
     pub async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if let Some(msg) = &self.refusal {
+            return Err(ToolError::PermissionDenied(
+                self.name.to_string(),
+                msg.clone(),
+            ));
+        }
         let policy = &self.plugin.policy;
         let timeout = policy.timeout;
         // Errors speak of the registry name (what the caller used); the component gets

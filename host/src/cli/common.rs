@@ -5,8 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use toolhost::config::HostConfig;
-use toolhost::loader::{LoadProblem, connect_mcp, load_plugins};
+use toolhost::loader::LoadProblem;
 use toolhost::tools::ToolRegistry;
+use toolhost::trust::{
+    McpWithheld, PluginTrust, TrustState, approve_hint, clean, connect_mcp, load_plugins,
+};
+use toolhost_trust::{Lock, McpToolState};
 
 use super::HostArgs;
 
@@ -34,6 +38,24 @@ pub fn load_config(args: &HostArgs) -> anyhow::Result<HostConfig> {
 /// Builds the registry from the plugins folder and the config's MCP servers. Problems with
 /// single plugins or servers are printed as warnings; the rest loads.
 pub async fn build_registry(args: &HostArgs) -> anyhow::Result<(ToolRegistry, Vec<LoadProblem>)> {
+    let (registry, problems, _) = build_registry_with_trust(args).await?;
+    Ok((registry, problems))
+}
+
+/// The trust decisions of a load: per plugin, and the withheld MCP tools.
+#[derive(Debug, Default)]
+pub struct TrustReport {
+    /// Per plugin.
+    pub plugins: Vec<PluginTrust>,
+    /// MCP tools not offered.
+    pub mcp: Vec<McpWithheld>,
+}
+
+/// [`build_registry`], also returning the trust decisions. Held plugins and withheld
+/// tools are warned about with the command that approves them.
+pub async fn build_registry_with_trust(
+    args: &HostArgs,
+) -> anyhow::Result<(ToolRegistry, Vec<LoadProblem>, TrustReport)> {
     let config = load_config(args)?;
     let registry = ToolRegistry::new();
     let dir = plugins_dir(args, &config);
@@ -43,10 +65,82 @@ pub async fn build_registry(args: &HostArgs) -> anyhow::Result<(ToolRegistry, Ve
     if let Ok(engine) = toolhost::loader::wasm_engine() {
         engine.protect_path(&std::path::absolute(&args.config).unwrap_or(args.config.clone()));
     }
-    let mut problems = load_plugins(&registry, &dir).await;
-    problems.extend(connect_mcp(&registry, &config).await);
+    let (plugins, mut problems) = load_plugins(&registry, &dir, &config.trust).await;
+    // A bad lock was reported by load_plugins; MCP tools then have no pins.
+    let lock = Lock::load(&Lock::path_in(&dir)).unwrap_or_default();
+    let (mcp, mcp_problems) = connect_mcp(&registry, &config, &lock).await;
+    problems.extend(mcp_problems);
     for p in &problems {
         eprintln!("warning: {}: {}", p.source, p.message);
     }
-    Ok((registry, problems))
+    for t in &plugins {
+        let hint = approve_hint(&t.name, &dir);
+        match &t.state {
+            TrustState::Held { reason } => eprintln!(
+                "warning: plugin {} is held ({}); its tools are not offered until `{hint}`",
+                t.name,
+                clean(reason)
+            ),
+            TrustState::Changed { withheld } => eprintln!(
+                "warning: plugin {}: tool definitions changed since approval ({}); withheld until `{hint}`",
+                t.name,
+                clean(&withheld.join(", "))
+            ),
+            TrustState::Unapproved if !t.loaded && t.needs_approval.is_empty() => eprintln!(
+                "warning: plugin {} is not approved and not loaded (require_approval = \"all\"); `{hint}`",
+                t.name
+            ),
+            _ => {}
+        }
+    }
+    for w in &mcp {
+        let why = match w.state {
+            McpToolState::Changed => "its definition changed since approval",
+            _ => "it is not approved (require_approval = \"all\")",
+        };
+        eprintln!(
+            "warning: mcp server {}: tool {} withheld: {why}; `{}`",
+            w.server,
+            clean(&w.tool),
+            approve_hint(&format!("mcp:{}", w.server), &dir)
+        );
+    }
+    Ok((registry, problems, TrustReport { plugins, mcp }))
+}
+
+/// Checks a plugin name given on the command line: a file stem, no path.
+pub fn plugin_name_arg(name: &str) -> anyhow::Result<&str> {
+    let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\', '\0'])
+        && !name.ends_with(".wasm");
+    if !ok {
+        anyhow::bail!(
+            "invalid plugin name {name:?}: give the NAME of NAME.wasm in the plugins folder"
+        );
+    }
+    Ok(name)
+}
+
+/// Asks the operator to confirm on the terminal, unless `yes`. Without a terminal and
+/// without `--yes`, refuses: an approval is never given by default.
+pub fn confirm(yes: bool, question: &str) -> anyhow::Result<()> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "not approved: there is no terminal to ask on; review the above and pass --yes to approve"
+        );
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => anyhow::bail!("not approved; nothing written"),
+    }
 }

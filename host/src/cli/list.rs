@@ -17,8 +17,14 @@ pub struct ListArgs {
 
 /// Runs `toolhost list`.
 pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
-    let (registry, problems) = super::common::build_registry(&args.host).await?;
+    let (registry, problems, trust) = super::common::build_registry_with_trust(&args.host).await?;
     let entries = registry.entries();
+    let needs_approval = |name: &str| {
+        trust
+            .plugins
+            .iter()
+            .any(|t| t.needs_approval.iter().any(|n| n == name))
+    };
     if args.json {
         let tools: Vec<_> = entries
             .iter()
@@ -31,6 +37,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
                     "risk": format!("{:?}", e.risk()),
                     "source": e.source(),
                     "tags": e.tags(),
+                    "needs_approval": needs_approval(e.name()),
                 })
             })
             .collect();
@@ -38,16 +45,33 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|p| serde_json::json!({"source": p.source, "message": p.message}))
             .collect();
+        let plugins: Vec<_> = trust
+            .plugins
+            .iter()
+            .map(|t| {
+                serde_json::json!({"name": t.name, "state": t.state.label(),
+                    "needs_approval": t.needs_approval, "withheld": t.withheld})
+            })
+            .collect();
+        let mcp: Vec<_> = trust
+            .mcp
+            .iter()
+            .map(|w| {
+                serde_json::json!({"server": w.server, "tool": w.tool,
+                    "state": format!("{:?}", w.state).to_lowercase()})
+            })
+            .collect();
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &serde_json::json!({"tools": tools, "problems": problems})
+                &serde_json::json!({"tools": tools, "plugins": plugins, "mcp_withheld": mcp, "problems": problems})
             )?
         );
         return Ok(ExitCode::SUCCESS);
     }
     if entries.is_empty() {
         println!("no tools (plugins folder and MCP servers gave none)");
+        print_trust(&trust);
         return Ok(ExitCode::SUCCESS);
     }
     let width = entries
@@ -87,8 +111,62 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             e.name(),
             source,
             if perms.is_empty() { "-".into() } else { perms },
-            e.description()
+            if needs_approval(e.name()) {
+                format!("[needs approval] {}", e.description())
+            } else {
+                e.description().to_string()
+            }
         );
     }
+    print_trust(&trust);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The trust state of each plugin, with its tools that need approval or are withheld.
+fn print_trust(report: &super::common::TrustReport) {
+    use toolhost::trust::clean;
+    for w in &report.mcp {
+        println!(
+            "mcp:{}  tool {} withheld ({:?}): approve with `toolhost approve mcp:{}`",
+            w.server,
+            clean(&w.tool),
+            w.state,
+            w.server
+        );
+    }
+    let trust = &report.plugins;
+    if trust.is_empty() {
+        return;
+    }
+    let width = trust.iter().map(|t| t.name.len()).max().unwrap_or(6).max(6);
+    println!("\n{:width$}  {:10}  NOTE", "PLUGIN", "TRUST");
+    for t in trust {
+        let mut notes = Vec::new();
+        if !t.needs_approval.is_empty() {
+            notes.push(format!(
+                "needs approval: {}",
+                clean(&t.needs_approval.join(", "))
+            ));
+        }
+        if !t.withheld.is_empty() {
+            notes.push(format!("withheld: {}", clean(&t.withheld.join(", "))));
+        }
+        if let toolhost::trust::TrustState::Held { reason } = &t.state {
+            notes.push(clean(reason));
+        }
+        if !t.loaded
+            && t.withheld.is_empty()
+            && t.needs_approval.is_empty()
+            && t.state.label() == "unapproved"
+        {
+            notes.push("not loaded (require_approval = \"all\")".into());
+        }
+        let line = format!(
+            "{:width$}  {:10}  {}",
+            clean(&t.name),
+            t.state.label(),
+            notes.join("; ")
+        );
+        println!("{}", line.trim_end());
+    }
 }

@@ -1,0 +1,47 @@
+//! # toolhost-trust
+//!
+//! The operator's side of the trust model (see `docs/trust.md`): a plugin *requests*
+//! capabilities (its `NAME.toml`), the operator *grants* them by approving, and the
+//! approval is recorded in `toolhost.lock` in the plugins folder. This crate is plain
+//! data, with no wasm or MCP dependency, so that it can be tested alone:
+//!
+//! - [`lock`]: the lock file model, loaded with typed errors and saved atomically;
+//! - [`grant`]: a grant (folders, hosts, env names, limits) and the "within" relation;
+//! - [`canon`]: canonical JSON and the hash of a tool definition;
+//! - [`defs`]: the approved tool definitions kept beside the lock, so a later diff can
+//!   show the old text next to the new;
+//! - [`diff`]: what changed between an approval and what a plugin asks for now;
+//! - [`state`]: the trust state of a plugin or an MCP server's tools.
+
+pub mod canon;
+pub mod defs;
+pub mod diff;
+pub mod error;
+pub mod grant;
+pub mod lock;
+pub mod state;
+
+pub use canon::{ToolDef, canonical_json};
+pub use defs::DefStore;
+pub use diff::{Diff, ToolChange};
+pub use error::TrustError;
+pub use grant::Grant;
+pub use lock::{LOCK_FILE, Lock, McpEntry, PluginEntry, now_rfc3339, write_atomically};
+pub use state::{McpToolState, TrustOptions, TrustState, evaluate, evaluate_mcp_tool};
+
+/// Cleans untrusted text for a terminal: every control character (ESC of ANSI/OSC
+/// sequences, CR, BEL, newlines...) is written as an escape such as `\u{1b}`, so a
+/// description cannot rewrite what the operator sees while approving it.
+pub fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

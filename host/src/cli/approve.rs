@@ -1,0 +1,71 @@
+//! `toolhost approve NAME [--yes]`: the operator grants what a plugin (or an MCP server,
+//! `mcp:SERVER`) requests. Shows the request, the tools and the diff against the lock,
+//! asks (or takes `--yes`), then writes the lock atomically. See `docs/trust.md`.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use toolhost::trust::{Candidate, file_source};
+use toolhost_trust::{DefStore, Lock};
+
+/// Arguments of `toolhost approve`.
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    #[command(flatten)]
+    host: super::HostArgs,
+    /// The plugin (NAME of NAME.wasm in the plugins folder), or `mcp:SERVER` for the
+    /// tools of a configured MCP server.
+    pub name: String,
+    /// Approve without asking (required when there is no terminal to ask on).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// Runs `toolhost approve`.
+pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
+    let config = super::common::load_config(&args.host)?;
+    let dir = super::common::plugins_dir(&args.host, &config);
+    if let Some(server) = args.name.strip_prefix("mcp:") {
+        return super::mcp_trust::approve(&config, &dir, server, args.yes).await;
+    }
+    let name = super::common::plugin_name_arg(&args.name)?;
+    let wasm = dir.join(format!("{name}.wasm"));
+    if !wasm.is_file() {
+        bail!(
+            "no plugin {name} in {} (no {name}.wasm there)",
+            dir.display()
+        );
+    }
+    let lock_path = Lock::path_in(&dir);
+    let mut lock = Lock::load(&lock_path)?;
+    let store = DefStore::in_dir(&dir);
+    let cand = Candidate::load(name, &wasm)
+        .await
+        .with_context(|| format!("loading {}", wasm.display()))?;
+    print!("{}", cand.summary());
+    let entry = lock.plugins.get(name);
+    if let Some(diff) = cand.diff(entry, &store) {
+        if diff.is_empty() {
+            println!("already approved as it is; nothing to do");
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!(
+            "changes since the approval of {}:\n{diff}",
+            entry.map(|e| e.approved_at.as_str()).unwrap_or("")
+        );
+    }
+    super::common::confirm(args.yes, &format!("approve plugin {name}?"))?;
+    let (source, signer) = match entry {
+        Some(e) => (
+            e.source.clone(),
+            e.signer.clone().filter(|_| e.digest == cand.digest),
+        ),
+        None => (file_source(&wasm), None),
+    };
+    let new_entry = cand.entry(source, signer, &store)?;
+    lock.plugins.insert(name.to_string(), new_entry);
+    lock.save(&lock_path)?;
+    println!("approved {name}: {}", lock_path.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,268 @@
+//! `toolhost install SOURCE` and `toolhost update [NAME]`: fetch a plugin (a local `.wasm`,
+//! an `https://` URL or `oci://…`, through `toolhost-dist`), check its digest pin and its
+//! minisign signature against `[trust] keys`, load the component from the fetched bytes to
+//! show its tools, ask, and only then write `NAME.wasm`, `NAME.toml` and the lock entry.
+//! If any check fails nothing is written and the error names the check. See
+//! `docs/trust.md`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use toolhost::config::HostConfig;
+use toolhost::trust::Candidate;
+use toolhost::wasm::Policy;
+use toolhost_dist::{FetchOptions, Fetched, Source};
+use toolhost_trust::{DefStore, Lock, write_atomically};
+
+/// Arguments of `toolhost install`.
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    host: super::HostArgs,
+    /// Where the plugin comes from: a local `.wasm` path, an `https://` URL, or
+    /// `oci://HOST[:PORT]/REPO:TAG` (or `@sha256:HEX`).
+    pub source: String,
+    /// The plugin name (default: suggested by the source, e.g. the file stem).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Refuse unless the fetched `.wasm` has this digest (`sha256:HEX`).
+    #[arg(long)]
+    pub digest: Option<String>,
+    /// Approve without asking (required when there is no terminal to ask on).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Install even when the plugin is unsigned or signed by a key not in `[trust] keys`
+    /// (a signature that does not verify is refused regardless).
+    #[arg(long)]
+    pub allow_unsigned: bool,
+    /// Allow plain-HTTP registries and URLs that are not on loopback.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+/// Arguments of `toolhost update`.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    #[command(flatten)]
+    host: super::HostArgs,
+    /// The plugin to update (default: every plugin in the lock).
+    pub name: Option<String>,
+    /// Approve without asking (required when there is no terminal to ask on).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Accept an update that is unsigned or signed by a key not in `[trust] keys`.
+    #[arg(long)]
+    pub allow_unsigned: bool,
+    /// Allow plain-HTTP registries and URLs that are not on loopback.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+/// A source string (as given, or as the lock records it) as a [`Source`].
+fn parse_source(text: &str) -> anyhow::Result<Source> {
+    Source::parse(text).map_err(|e| anyhow::anyhow!("source check failed: {e}"))
+}
+
+/// Fetches `source` and runs the digest and signature checks.
+async fn fetch_checked(
+    source: &Source,
+    digest: Option<&str>,
+    insecure: bool,
+    keys: &[String],
+    allow_unsigned: bool,
+) -> anyhow::Result<(Fetched, Option<String>)> {
+    let opts = FetchOptions {
+        expected_digest: digest.map(str::to_string),
+        insecure,
+        ..FetchOptions::default()
+    };
+    let fetched = toolhost_dist::fetch(source, &opts)
+        .await
+        .map_err(|e| anyhow::anyhow!("fetch failed: {e}"))?;
+    // The digest pin, checked here too on the bytes we will write.
+    let actual = toolhost_trust::canon::sha256(&fetched.wasm);
+    if let Some(want) = digest
+        && !want.eq_ignore_ascii_case(&actual)
+    {
+        bail!("digest check failed: expected {want}, the fetched plugin is {actual}");
+    }
+    // Unsigned or unknown key: refused unless allowed; a bad signature: always refused.
+    let signer = toolhost_dist::check_signature(&fetched, keys, allow_unsigned)
+        .map_err(|e| anyhow::anyhow!("signature check failed: {e}"))?;
+    if signer.is_none() {
+        eprintln!(
+            "warning: {} is unsigned or signed by a key not in [trust] keys (accepted: --allow-unsigned)",
+            fetched.source
+        );
+    }
+    Ok((fetched, signer))
+}
+
+/// A fetched plugin staged in a private temp folder inside the plugins folder (so the
+/// final renames stay on one filesystem), described, and ready to be committed.
+struct Staged {
+    _tmp: tempfile::TempDir,
+    wasm: PathBuf,
+    request_text: Option<String>,
+    cand: Candidate,
+}
+
+/// Stages `fetched` as plugin `name` of `dir` and describes it with no capability. The
+/// request is parsed as if it were already `dir/NAME.toml` (its relative folders are
+/// relative to the plugins folder).
+async fn stage(dir: &Path, name: &str, fetched: &Fetched) -> anyhow::Result<Staged> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".toolhost-install-")
+        .tempdir_in(dir)
+        .with_context(|| format!("creating a staging folder in {}", dir.display()))?;
+    let wasm = tmp.path().join(format!("{name}.wasm"));
+    std::fs::write(&wasm, &fetched.wasm).with_context(|| format!("writing {}", wasm.display()))?;
+    let final_toml = dir.join(format!("{name}.toml"));
+    let request = match &fetched.request {
+        Some(text) => Policy::parse_protected(
+            text,
+            &final_toml,
+            &toolhost::loader::wasm_engine()
+                .map_err(anyhow::Error::msg)?
+                .protected_paths(),
+        )
+            .map_err(|e| anyhow::anyhow!("request check failed: {e}"))?,
+        None => Policy::default(),
+    };
+    let cand = Candidate::load_with_request(name, &wasm, &request)
+        .await
+        .map_err(|e| anyhow::anyhow!("component check failed: {e:#}"))?;
+    Ok(Staged {
+        _tmp: tmp,
+        wasm,
+        request_text: fetched.request.clone(),
+        cand,
+    })
+}
+
+/// Writes `NAME.wasm`, `NAME.toml` (each atomically) and then the lock entry. If the lock
+/// cannot be written the new files are removed again, so nothing is left half-installed.
+fn commit(
+    dir: &Path,
+    name: &str,
+    staged: &Staged,
+    source: String,
+    signer: Option<String>,
+) -> anyhow::Result<()> {
+    let lock_path = Lock::path_in(dir);
+    let mut lock = Lock::load(&lock_path)?;
+    let store = DefStore::in_dir(dir);
+    let entry = staged.cand.entry(source, signer, &store)?;
+    let wasm = dir.join(format!("{name}.wasm"));
+    let toml = dir.join(format!("{name}.toml"));
+    let bytes = std::fs::read(&staged.wasm)?;
+    write_atomically(&wasm, &bytes)?;
+    match &staged.request_text {
+        Some(text) => write_atomically(&toml, text.as_bytes())?,
+        None => match std::fs::remove_file(&toml) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", toml.display())),
+        },
+    }
+    lock.plugins.insert(name.to_string(), entry);
+    if let Err(e) = lock.save(&lock_path) {
+        let _ = std::fs::remove_file(&wasm);
+        let _ = std::fs::remove_file(&toml);
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+fn config_and_dir(host: &super::HostArgs) -> anyhow::Result<(HostConfig, PathBuf)> {
+    let config = super::common::load_config(host)?;
+    let dir = super::common::plugins_dir(host, &config);
+    Ok((config, dir))
+}
+
+/// Runs `toolhost install`.
+pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let (config, dir) = config_and_dir(&args.host)?;
+    let source = parse_source(&args.source)?;
+    let (fetched, signer) = fetch_checked(
+        &source,
+        args.digest.as_deref(),
+        args.insecure,
+        &config.trust.keys,
+        args.allow_unsigned,
+    )
+    .await?;
+    let name = args.name.clone().unwrap_or_else(|| fetched.name.clone());
+    let name = super::common::plugin_name_arg(&name)?.to_string();
+    if dir.join(format!("{name}.wasm")).exists() {
+        bail!(
+            "{name}.wasm already exists in {}; use `toolhost update {name}`, or `toolhost remove {name}` first",
+            dir.display()
+        );
+    }
+    let staged = stage(&dir, &name, &fetched).await?;
+    print!("{}", staged.cand.summary());
+    println!(
+        "  source: {}\n  signer: {}",
+        fetched.source,
+        signer.as_deref().unwrap_or("(unsigned)")
+    );
+    super::common::confirm(args.yes, &format!("install and approve plugin {name}?"))?;
+    commit(&dir, &name, &staged, fetched.source.clone(), signer)?;
+    println!("installed {name} into {}", dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `toolhost update`.
+pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
+    let (config, dir) = config_and_dir(&args.host)?;
+    let lock = Lock::load(&Lock::path_in(&dir))?;
+    let names: Vec<String> = match &args.name {
+        Some(n) => {
+            let n = super::common::plugin_name_arg(n)?;
+            if !lock.plugins.contains_key(n) {
+                bail!(
+                    "{n} is not in the lock of {}; install it first",
+                    dir.display()
+                );
+            }
+            vec![n.to_string()]
+        }
+        None => lock.plugins.keys().cloned().collect(),
+    };
+    let store = DefStore::in_dir(&dir);
+    for name in names {
+        let Some(entry) = lock.plugins.get(&name) else {
+            continue;
+        };
+        let source = parse_source(&entry.source)?;
+        // A plugin that was signed stays signed: an unsigned update needs --allow-unsigned.
+        let (fetched, signer) = fetch_checked(
+            &source,
+            None,
+            args.insecure,
+            &config.trust.keys,
+            args.allow_unsigned,
+        )
+        .await
+        .with_context(|| format!("updating {name}"))?;
+        let staged = stage(&dir, &name, &fetched).await?;
+        let diff = staged.cand.diff(Some(entry), &store).unwrap_or_default();
+        if diff.is_empty() {
+            println!("{name}: up to date");
+            continue;
+        }
+        print!("{}", staged.cand.summary());
+        println!(
+            "changes since the approval of {}:\n{diff}",
+            entry.approved_at
+        );
+        super::common::confirm(args.yes, &format!("update and approve plugin {name}?"))?;
+        commit(&dir, &name, &staged, entry.source.clone(), signer)?;
+        println!("updated {name}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

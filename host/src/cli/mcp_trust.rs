@@ -1,0 +1,75 @@
+//! `toolhost approve mcp:SERVER`: pins the tool definitions of a configured MCP server in
+//! the lock, so a later change of a description or schema is withheld until approved
+//! again (see `docs/trust.md`).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use toolhost::config::HostConfig;
+use toolhost::mcp::McpClient;
+use toolhost::trust::{clean, mcp_tool_def};
+use toolhost_trust::{DefStore, Diff, Grant, Lock, McpEntry, ToolDef};
+
+/// Approves the tools of MCP server `server` as it describes them now.
+pub async fn approve(
+    config: &HostConfig,
+    dir: &Path,
+    server: &str,
+    yes: bool,
+) -> anyhow::Result<ExitCode> {
+    let Some(cfg) = config.mcp.servers.get(server) else {
+        bail!("no MCP server {server:?} in the config ([mcp.servers.{server}])");
+    };
+    let transport = cfg
+        .transport()
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("mcp server {server}"))?;
+    let client = McpClient::new(server, transport).with_timeout_duration(cfg.timeout());
+    client
+        .connect()
+        .await
+        .with_context(|| format!("connecting MCP server {server}"))?;
+    let tools = client.tools().await;
+    let _ = client.close().await;
+    let defs: Vec<ToolDef> = tools?.iter().map(mcp_tool_def).collect();
+
+    let lock_path = Lock::path_in(dir);
+    let mut lock = Lock::load(&lock_path)?;
+    let store = DefStore::in_dir(dir);
+    println!("mcp server {server}\n  tools:");
+    for t in &defs {
+        println!("    {}: {}", clean(&t.name), clean(&t.description));
+    }
+    if let Some(entry) = lock.mcp.get(server) {
+        let diff = Diff::between(
+            &Grant::default(),
+            &entry.tools,
+            |h| store.load(h),
+            &Grant::default(),
+            &defs,
+        );
+        if diff.is_empty() {
+            println!("already approved as it is; nothing to do");
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!(
+            "changes since the approval of {}:\n{diff}",
+            entry.approved_at
+        );
+    }
+    super::common::confirm(yes, &format!("approve the tools of mcp server {server}?"))?;
+    for t in &defs {
+        store.save(t)?;
+    }
+    lock.mcp.insert(
+        server.to_string(),
+        McpEntry {
+            approved_at: toolhost_trust::now_rfc3339(),
+            tools: defs.iter().map(|t| (t.name.clone(), t.hash())).collect(),
+        },
+    );
+    lock.save(&lock_path)?;
+    println!("approved mcp:{server}: {}", lock_path.display());
+    Ok(ExitCode::SUCCESS)
+}
