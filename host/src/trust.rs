@@ -516,7 +516,10 @@ pub async fn connect_mcp(
         crate::mcp::config::connect_all_filtered(registry, &config.mcp, filter_for).await;
     let problems = problems
         .into_iter()
-        .map(|(source, message)| LoadProblem { source, message })
+        .map(|p| LoadProblem {
+            source: format!("mcp server '{}'", p.server),
+            message: p.error.to_string(),
+        })
         .collect();
     let withheld = withheld.lock().unwrap_or_else(|e| e.into_inner()).clone();
     (withheld, problems)

@@ -304,12 +304,13 @@ impl Plugin {
     /// file that compiled, linked as a `tool` world and described itself successfully
     /// under this host version and engine configuration.
     pub async fn load(engine: &WasmEngine, path: &Path) -> Result<Plugin, PluginError> {
-        let policy = Policy::for_component_protected(path, &engine.protected_paths()).map_err(
-            |source| PluginError::Policy {
-                path: path.display().to_string(),
-                source,
-            },
-        )?;
+        let policy =
+            Policy::for_component_protected(path, &engine.protected_paths()).map_err(|source| {
+                PluginError::Policy {
+                    path: path.display().to_string(),
+                    source,
+                }
+            })?;
         Self::load_with_policy(engine, path, policy).await
     }
 
@@ -662,6 +663,7 @@ impl WasmTool {
             registered: Arc::from(registered),
             spec: self.spec.clone(),
             grant: self.grant.clone(),
+            refusal: self.refusal.clone(),
         }
     }
 
@@ -699,7 +701,7 @@ impl WasmTool {
     pub async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         if let Some(msg) = &self.refusal {
             return Err(ToolError::PermissionDenied(
-                self.name.to_string(),
+                self.registered.to_string(),
                 msg.clone(),
             ));
         }

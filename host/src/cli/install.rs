@@ -129,7 +129,7 @@ async fn stage(dir: &Path, name: &str, fetched: &Fetched) -> anyhow::Result<Stag
                 .map_err(anyhow::Error::msg)?
                 .protected_paths(),
         )
-            .map_err(|e| anyhow::anyhow!("request check failed: {e}"))?,
+        .map_err(|e| anyhow::anyhow!("request check failed: {e}"))?,
         None => Policy::default(),
     };
     let cand = Candidate::load_with_request(name, &wasm, &request)

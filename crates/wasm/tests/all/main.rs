@@ -7,8 +7,8 @@ mod support;
 
 mod fs;
 mod hostile_fs;
-mod hostile_net;
 mod hostile_load;
+mod hostile_net;
 mod limits;
 mod loading;
 mod net;
