@@ -336,7 +336,17 @@ fn validation_error(entry: &ToolEntry, args: &Value) -> Option<String> {
             } else {
                 format!("at '{path}'")
             };
-            msgs.push(format!("{at}: {err}"));
+            // A secret value is never echoed: mask the offending value when it sits
+            // under a secret key or contains a credential, and scrub what remains.
+            let text = if crate::tools::redact::pointer_has_secret_key(&path)
+                || crate::tools::redact::value_has_secrets(err.instance())
+            {
+                err.masked_with(crate::tools::redact::REDACTED).to_string()
+            } else {
+                err.to_string()
+            };
+            let line = format!("{at}: {text}");
+            msgs.push(crate::tools::redact::scrub_text(&line).into_owned());
         } else {
             more += 1;
         }
