@@ -26,7 +26,7 @@ pub fn build_all() -> crate::Result<PathBuf> {
     build_workspace(
         &root.join("tests").join("fixtures"),
         &out.join("fixtures"),
-        &["hostile", "baddesc"],
+        &["hostile", "baddesc", "hostile_term"],
     )?;
     crate::langs::build_all(&out)?;
     Ok(out)

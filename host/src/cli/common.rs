@@ -40,7 +40,11 @@ pub async fn build_registry(args: &HostArgs) -> anyhow::Result<(ToolRegistry, Ve
     let mut problems = load_plugins(&registry, &dir).await;
     problems.extend(connect_mcp(&registry, &config).await);
     for p in &problems {
-        eprintln!("warning: {}: {}", p.source, p.message);
+        eprintln!(
+            "warning: {}: {}",
+            super::term::cell(&p.source),
+            super::term::text(&p.message)
+        );
     }
     Ok((registry, problems))
 }

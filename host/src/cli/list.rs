@@ -40,9 +40,9 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             .collect();
         println!(
             "{}",
-            serde_json::to_string_pretty(
+            super::term::json(serde_json::to_string_pretty(
                 &serde_json::json!({"tools": tools, "problems": problems})
-            )?
+            )?)
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -62,9 +62,11 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             let source = match e.source() {
                 toolhost::tools::ToolSource::Wasm { path } => std::path::Path::new(path)
                     .file_name()
-                    .map(|f| f.to_string_lossy().into_owned())
+                    .map(|f| super::term::cell(&f.to_string_lossy()).into_owned())
                     .unwrap_or_else(|| "wasm".into()),
-                toolhost::tools::ToolSource::Mcp { server } => format!("mcp:{server}"),
+                toolhost::tools::ToolSource::Mcp { server } => {
+                    format!("mcp:{}", super::term::cell(server))
+                }
                 other => other.kind().to_string(),
             };
             (e, source)
@@ -84,10 +86,10 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             .join(",");
         println!(
             "{:width$}  {:swidth$}  {:11}  {}",
-            e.name(),
+            super::term::cell(e.name()),
             source,
             if perms.is_empty() { "-".into() } else { perms },
-            e.description()
+            super::term::cell(e.description())
         );
     }
     Ok(ExitCode::SUCCESS)
