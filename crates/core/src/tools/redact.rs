@@ -245,7 +245,9 @@ fn scrub_url_userinfo(s: &str) -> Cow<'_, str> {
             .unwrap_or(after.len());
         let authority = &after[..auth_len];
         match authority.rfind('@') {
-            Some(at) if at > 0 && &authority[..at] != REDACTED => {
+            // User-info that is already nothing but redaction markers stays as it is, so
+            // scrubbing twice gives what scrubbing once gave.
+            Some(at) if at > 0 && !authority[..at].split('@').all(|p| p == REDACTED) => {
                 out.push_str(REDACTED);
                 out.push_str(&authority[at..]);
                 changed = true;
@@ -480,6 +482,7 @@ mod tests {
         for s in [
             "Bearer [REDACTED]",
             "https://[REDACTED]@h.example/",
+            "https://[REDACTED]@[REDACTED]@",
             "[REDACTED]",
         ] {
             assert!(matches!(scrub_text(s), Cow::Borrowed(_)), "{s}");
