@@ -111,6 +111,22 @@ async fn audit_and_validation_errors_never_carry_secrets() {
     let msg = inv.output.unwrap_err().to_string();
     assert!(!msg.contains("hunter2-pass"), "{msg}");
 
+    // `additionalProperties: false` reports the extra value at the parent's path: the
+    // password must be masked all the same.
+    reg.register(
+        DynamicTool::builder("strict")
+            .description("Takes nothing at all and says so when given something")
+            .parameters(json!({"type": "object", "additionalProperties": false}))
+            .handler(|_, _| async { Ok(ToolOutput::text("ok")) })
+            .build_dyn(),
+    )
+    .unwrap();
+    let inv = reg
+        .invoke("strict", json!({"password": "hunter2-pass"}))
+        .await;
+    let msg = inv.output.unwrap_err().to_string();
+    assert!(!msg.contains("hunter2-pass"), "{msg}");
+
     // A good call still works and is audited with its harmless fields in clear.
     let inv = reg
         .invoke(

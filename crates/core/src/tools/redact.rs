@@ -385,6 +385,42 @@ pub fn value_has_secrets(value: &Value) -> bool {
     }
 }
 
+/// The values [`redact_value`] hides because of their key or pair name, as JSON text
+/// (`"hunter2"` with its quotes; numbers and objects as serialised). Used to make sure an
+/// error message that quotes one of them is masked whatever path it reports.
+pub fn secret_values(value: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                let pair_name = ["name", "key", "header"]
+                    .iter()
+                    .find_map(|k| map.get(*k).and_then(Value::as_str));
+                let secret_pair = pair_name.is_some_and(is_secret_key);
+                for (k, v) in map {
+                    if is_secret_key(k) || (secret_pair && k == "value") {
+                        out.push(v.to_string());
+                    } else {
+                        walk(v, out);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let [Value::String(name), secret] = items.as_slice()
+                    && is_secret_key(name)
+                {
+                    out.push(secret.to_string());
+                } else {
+                    items.iter().for_each(|i| walk(i, out));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, &mut out);
+    out
+}
+
 /// Whether a JSON pointer (`/headers/0/password`) passes through a secret key.
 pub fn pointer_has_secret_key(pointer: &str) -> bool {
     pointer
@@ -515,6 +551,10 @@ mod tests {
         assert_eq!(r["note"], "plain");
         assert!(!value_has_secrets(&json!({"user": "bob", "n": [1, "x"]})));
         assert!(pointer_has_secret_key("/creds/0/password"));
+        assert_eq!(
+            secret_values(&json!({"a": {"pwd": "x1"}, "h": [["Cookie", 7]]})),
+            vec!["\"x1\"".to_string(), "7".to_string()]
+        );
         assert!(!pointer_has_secret_key("/a/b"));
     }
 }
