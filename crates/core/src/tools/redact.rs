@@ -267,7 +267,25 @@ fn scrub_url_userinfo(s: &str) -> Cow<'_, str> {
 /// Replaces credentials found anywhere in free text (see the module docs for the shapes):
 /// auth-scheme credentials, JWTs, provider tokens, high-entropy tokens, URL user-info and
 /// PEM private keys. Returns the text borrowed when nothing was found.
+///
+/// One pass can expose a new match to the next (a replaced token can complete a URL's
+/// user-info), so passes repeat until nothing changes (at most four): scrubbing scrubbed
+/// text changes nothing.
 pub fn scrub_text(s: &str) -> Cow<'_, str> {
+    let mut out = match scrub_once(s) {
+        Cow::Borrowed(_) => return Cow::Borrowed(s),
+        Cow::Owned(o) => o,
+    };
+    for _ in 0..3 {
+        match scrub_once(&out) {
+            Cow::Borrowed(_) => break,
+            Cow::Owned(o) => out = o,
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn scrub_once(s: &str) -> Cow<'_, str> {
     let pem = scrub_pem(s);
     let url = match scrub_url_userinfo(&pem) {
         Cow::Owned(o) => Some(o),
