@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 use toolhost_wasm::net::NetRule;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let (rule_text, probe) = text.split_once('\n').unwrap_or((text, "example.com"));
     if let Ok(rule) = NetRule::parse(rule_text) {
         let _ = rule.matches(&rule.scheme, probe, rule.port);

@@ -9,9 +9,11 @@ fuzz_target!(|text: String| {
     let line = escape::escape_line(&text);
     assert!(!line.chars().any(escape::is_terminal_unsafe));
     let multi = escape::escape_text(&text);
-    assert!(!multi
-        .chars()
-        .any(|c| c != '\n' && c != '\t' && escape::is_terminal_unsafe(c)));
+    assert!(
+        !multi
+            .chars()
+            .any(|c| c != '\n' && c != '\t' && escape::is_terminal_unsafe(c))
+    );
     let once = redact::scrub_text(&text).into_owned();
     let twice = redact::scrub_text(&once).into_owned();
     assert_eq!(once, twice, "scrubbing is not idempotent");

@@ -9,7 +9,9 @@ use serde_json::Value;
 use toolhost_core::tools::{DynamicTool, ToolOutput, ToolRegistry};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let (schema, args) = text.split_once('\n').unwrap_or((text, "{}"));
     let (Ok(schema), Ok(args)) = (
         serde_json::from_str::<Value>(schema),
@@ -46,6 +48,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let inv = rt.block_on(registry.invoke("fuzzed", with_secret));
     if let Err(e) = &inv.output {
-        assert!(!e.to_string().contains(secret), "validation error leaks: {e}");
+        assert!(
+            !e.to_string().contains(secret),
+            "validation error leaks: {e}"
+        );
     }
 });
