@@ -18,6 +18,7 @@ pub mod new;
 pub mod publish;
 pub mod remove;
 pub mod serve;
+pub mod term;
 
 /// toolhost: run sandboxed WebAssembly tools, MCP tools and native tools for LLMs.
 #[derive(Debug, Parser)]
@@ -102,7 +103,8 @@ impl Cli {
 }
 
 /// Logs go to stderr, always: stdout belongs to command output (and to the protocol in
-/// `serve --stdio`).
+/// `serve --stdio`). Colours only on a terminal; a log line that cannot be written is
+/// dropped, never a panic (see [`term::LogWriter`]).
 pub fn init_tracing(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -115,6 +117,7 @@ pub fn init_tracing(verbose: u8, quiet: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(term::LogWriter)
+        .with_ansi(term::stderr_colours())
         .try_init();
 }

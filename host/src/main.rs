@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    cli::term::exit_quietly_on_broken_pipe();
     let cli = cli::Cli::parse();
     cli::init_tracing(cli.verbose, cli.quiet);
     let mut builder = match cli.worker_threads() {
@@ -28,7 +29,8 @@ fn main() -> ExitCode {
     match runtime.block_on(cli.run()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors can quote a plugin's or a server's words: escape them.
+            eprintln!("error: {}", cli::term::text(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

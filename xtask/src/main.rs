@@ -6,12 +6,15 @@
 //!   then fmt, clippy and every test.
 //! - `cargo xtask demo`: builds everything and shows toolhost at work on its examples.
 //! - `cargo xtask bench-docs`: rebuilds `docs/benchmarks.md` from the per-area files.
+//! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target of `fuzz/` briefly (also the last
+//!   step of `cargo xtask test`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod bench_docs;
 mod demo;
+mod fuzz;
 mod langs;
 mod peers_dist;
 mod peers_llm;
@@ -31,6 +34,11 @@ fn main() -> ExitCode {
         "demo" => demo::run(),
         "peers" => setup_peers(),
         "bench-docs" => bench_docs::run(),
+        "fuzz" => match rest.first().map(|s| s.parse::<u64>()) {
+            None => fuzz::run(20),
+            Some(Ok(secs)) => fuzz::run(secs),
+            Some(Err(_)) => Err("usage: cargo xtask fuzz [SECONDS per target]".into()),
+        },
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -41,6 +49,7 @@ fn main() -> ExitCode {
                  lint      cargo fmt --check and cargo clippy -D warnings\n  \
                  peers     install the test peers (npm, PyPI, Debian docker-registry + minisign)\n  \
                  bench-docs  rebuild docs/benchmarks.md from docs/benchmarks/*.md\n  \
+                 fuzz      run every cargo-fuzz target of fuzz/ briefly (default 20 s each)\n  \
                  demo      build everything and run toolhost on its example plugins"
             );
             Err(String::new())
@@ -128,5 +137,6 @@ fn test(extra: &[String]) -> Result {
     {
         cmd.env(k, v);
     }
-    run(&mut cmd)
+    run(&mut cmd)?;
+    fuzz::run(20)
 }

@@ -40,6 +40,7 @@ pub fn build_all() -> crate::Result<PathBuf> {
             "desc_spin",
             "desc_flood",
             "desc_huge",
+            "hostile_term",
         ],
     )?;
     crate::langs::build_all(&out)?;

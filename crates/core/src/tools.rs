@@ -5,7 +5,9 @@
 //! approvals), [`registry`] (ToolRegistry and the invocation pipeline), [`definition`]
 //! (the definition offered to a model), [`typed`] (typed `Tool` and closure
 //! `DynamicTool`), [`render`] (truncation) and [`events`] (pipeline events and the audit
-//! sink). `docs/design.md` describes the API contract these make up.
+//! sink), [`redact`] (what counts as a secret, for the audit and for error texts) and
+//! [`escape`] (untrusted text for a terminal). `docs/design.md` describes the API
+//! contract these make up.
 //!
 //! `McpClient` lives in the `toolhost-mcp` crate and is re-exported from
 //! `toolhost::tools` (`use toolhost::tools::McpClient`), part of the public API contract.
@@ -13,8 +15,10 @@
 pub mod base;
 pub mod definition;
 pub mod error;
+pub mod escape;
 pub mod events;
 pub mod permission;
+pub mod redact;
 pub mod registry;
 pub mod render;
 pub mod typed;

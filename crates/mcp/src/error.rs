@@ -185,7 +185,7 @@ pub enum McpServeError {
     /// Binding a non-loopback address without opting in.
     #[error(
         "refusing to listen on {0}: it is not a loopback address; MCP over HTTP has no \
-         authentication here, so bind 127.0.0.1 (or pass allow_remote explicitly)"
+         authentication here, so bind 127.0.0.1 (or pass --allow-remote explicitly)"
     )]
     NotLoopback(String),
     /// The client never completed the handshake, or the transport failed.

@@ -1,5 +1,6 @@
 //! The child-process side of the stdio transport: spawning with a cleared environment,
-//! a line-length guard on stdout, and stderr forwarded to `tracing` with caps.
+//! a line-length guard on stdout, and stderr forwarded to `tracing` with caps (each line
+//! escaped for the terminal).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -134,7 +135,9 @@ pub(crate) async fn pump_stderr(
     let mut dropped = 0usize;
     let emit = |line: &[u8], cut: bool, logged: &mut usize, dropped: &mut usize| {
         let text = String::from_utf8_lossy(line);
-        let text = text.trim_end_matches('\r');
+        // The server is not trusted: its words may reach a terminal through the log,
+        // so control characters (ESC, CR, ...) and bidi overrides are shown escaped.
+        let text = toolhost_core::tools::escape::escape_line(text.trim_end_matches('\r'));
         let text = if cut {
             format!("{text} [...cut]")
         } else {

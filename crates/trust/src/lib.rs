@@ -33,15 +33,6 @@ pub use state::{McpToolState, TrustOptions, TrustState, evaluate, evaluate_mcp_t
 /// sequences, CR, BEL, newlines...) is written as an escape such as `\u{1b}`, so a
 /// description cannot rewrite what the operator sees while approving it.
 pub fn clean(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-        {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    // One escaping rule for all untrusted text shown on a terminal (core's `escape`).
+    toolhost_core::tools::escape::escape_line(text).into_owned()
 }

@@ -38,18 +38,18 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
             Err(e) => serde_json::json!({"ok": false, "error": e.to_string(), "kind": e.kind(),
                 "duration_ms": inv.duration.as_secs_f64() * 1000.0}),
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", super::term::json(serde_json::to_string_pretty(&out)?));
     }
     match &inv.output {
         Ok(o) => {
             if !args.json_output {
-                println!("{}", o.render);
+                println!("{}", super::term::text(&o.render));
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
             if !args.json_output {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", super::term::text(&e.to_string()));
             }
             Ok(ExitCode::FAILURE)
         }

@@ -116,7 +116,7 @@ async fn turn(
         let _guard = console.lock().unwrap_or_else(|e| e.into_inner());
         match ev {
             Ok(StreamEvent::AssistantTextDelta { text }) => {
-                let _ = write!(out, "{text}");
+                let _ = write!(out, "{}", super::term::text(&text));
                 let _ = out.flush();
                 mid_line = !text.ends_with('\n');
             }
@@ -148,7 +148,7 @@ async fn turn(
                 if mid_line {
                     let _ = writeln!(out);
                 }
-                eprintln!("error: {e}");
+                eprintln!("error: {}", super::term::text(&e.to_string()));
                 if let LlmError::MaxTurns { .. } = e {
                     eprintln!("hint: raise --max-turns, or ask for less at once");
                 }
@@ -168,6 +168,7 @@ fn one_line(text: &str, max: usize) -> String {
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
+    let flat = super::term::cell(&flat).into_owned();
     if flat.chars().count() <= max {
         flat
     } else {
@@ -198,14 +199,15 @@ impl Approver for StdinApprover {
         if !std::io::stdin().is_terminal() {
             eprintln!(
                 "  ✗ {} needs approval ({}), but stdin is not a terminal: denied",
-                request.tool, request.reason
+                request.tool,
+                super::term::cell(&request.reason)
             );
             return ApprovalDecision::Deny;
         }
         let console = self.console.clone();
         let question = format!(
             "  ? {} wants to run {} {}\n    allow [o]nce, [a]lways, or [d]eny? ",
-            request.reason,
+            super::term::cell(&request.reason),
             request.tool,
             one_line(&request.arguments.to_string(), 200)
         );

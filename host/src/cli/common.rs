@@ -71,7 +71,11 @@ pub async fn build_registry_with_trust(
     let (mcp, mcp_problems) = connect_mcp(&registry, &config, &lock).await;
     problems.extend(mcp_problems);
     for p in &problems {
-        eprintln!("warning: {}: {}", p.source, p.message);
+        eprintln!(
+            "warning: {}: {}",
+            super::term::cell(&p.source),
+            super::term::text(&p.message)
+        );
     }
     for t in &plugins {
         let hint = approve_hint(&t.name, &dir);

@@ -62,24 +62,39 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
             "policy": policy_json,
             "tools": tools,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        println!("{}", super::term::json(serde_json::to_string_pretty(&doc)?));
         return Ok(ExitCode::SUCCESS);
     }
     println!("component: {}", args.file.display());
     println!("imports:");
     for i in imports {
-        println!("  {i}");
+        println!("  {}", super::term::cell(&i.to_string()));
     }
-    println!("policy: {}", serde_json::to_string(&policy_json)?);
+    println!(
+        "policy: {}",
+        super::term::json(serde_json::to_string(&policy_json)?)
+    );
     for t in &tools {
-        println!("\ntool {}", t["name"].as_str().unwrap_or_default());
+        println!(
+            "\ntool {}",
+            super::term::cell(t["name"].as_str().unwrap_or_default())
+        );
         println!(
             "  description: {}",
-            t["description"].as_str().unwrap_or_default()
+            super::term::cell(t["description"].as_str().unwrap_or_default())
         );
-        println!("  permissions: {}", t["permissions"]);
-        println!("  parameters:  {}", t["parameters"]);
-        println!("  grant:       {}", t["grant"]);
+        println!(
+            "  permissions: {}",
+            super::term::json(t["permissions"].to_string())
+        );
+        println!(
+            "  parameters:  {}",
+            super::term::json(t["parameters"].to_string())
+        );
+        println!(
+            "  grant:       {}",
+            super::term::json(t["grant"].to_string())
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

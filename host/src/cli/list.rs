@@ -63,9 +63,9 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             .collect();
         println!(
             "{}",
-            serde_json::to_string_pretty(
+            super::term::json(serde_json::to_string_pretty(
                 &serde_json::json!({"tools": tools, "plugins": plugins, "mcp_withheld": mcp, "problems": problems})
-            )?
+            )?)
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -86,9 +86,11 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             let source = match e.source() {
                 toolhost::tools::ToolSource::Wasm { path } => std::path::Path::new(path)
                     .file_name()
-                    .map(|f| f.to_string_lossy().into_owned())
+                    .map(|f| super::term::cell(&f.to_string_lossy()).into_owned())
                     .unwrap_or_else(|| "wasm".into()),
-                toolhost::tools::ToolSource::Mcp { server } => format!("mcp:{server}"),
+                toolhost::tools::ToolSource::Mcp { server } => {
+                    format!("mcp:{}", super::term::cell(server))
+                }
                 other => other.kind().to_string(),
             };
             (e, source)
@@ -108,13 +110,13 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             .join(",");
         println!(
             "{:width$}  {:swidth$}  {:11}  {}",
-            e.name(),
+            super::term::cell(e.name()),
             source,
             if perms.is_empty() { "-".into() } else { perms },
             if needs_approval(e.name()) {
-                format!("[needs approval] {}", e.description())
+                format!("[needs approval] {}", super::term::cell(e.description()))
             } else {
-                e.description().to_string()
+                super::term::cell(e.description()).to_string()
             }
         );
     }

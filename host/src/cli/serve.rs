@@ -3,15 +3,18 @@
 //! - `toolhost serve` / `toolhost serve --stdio`: one client over stdin/stdout. Stdout
 //!   carries the protocol only; logs go to stderr.
 //! - `toolhost serve --http 127.0.0.1:8080`: Streamable HTTP at `/mcp`. Loopback only unless
-//!   `--allow-remote`; Host and Origin are validated.
+//!   `--allow-remote`; Host and Origin are validated. Bounded by `--header-timeout`,
+//!   `--max-connections`, `--max-sessions` and `--session-idle` (defaults in
+//!   docs/mcp.md and `--help`).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use toolhost::mcp::McpServer;
-use toolhost::mcp::server::StopToken;
+use toolhost::mcp::server::{HttpLimits, StopToken};
 
 /// Arguments of `toolhost serve`.
 #[derive(Debug, Args)]
@@ -28,6 +31,21 @@ pub struct ServeArgs {
     /// behind something that adds it.
     #[arg(long, requires = "http")]
     allow_remote: bool,
+    /// With --http: time a connection has to send its request headers, and the longest a
+    /// keep-alive connection may idle between requests; then it is closed. A number of
+    /// seconds, or with a unit: 500ms, 10s, 2m.
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_duration)]
+    header_timeout: Duration,
+    /// With --http: connections served at once; further ones wait to be accepted.
+    #[arg(long, value_name = "N", default_value_t = HttpLimits::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// With --http: MCP sessions alive at once; the next `initialize` gets HTTP 503.
+    #[arg(long, value_name = "N", default_value_t = HttpLimits::DEFAULT_MAX_SESSIONS)]
+    max_sessions: usize,
+    /// With --http: a session with no request for this long is closed (the client must
+    /// initialize again). Same format as --header-timeout.
+    #[arg(long, value_name = "TIME", default_value = "300s", value_parser = parse_duration)]
+    session_idle: Duration,
     /// Worker threads of the async runtime. Default: 1 for stdio, one per CPU for HTTP.
     ///
     /// One thread serves a single stdio client with the lowest and steadiest latency: on
@@ -39,6 +57,28 @@ pub struct ServeArgs {
     /// parallel.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+}
+
+/// Parses `10`, `10s`, `500ms` or `2m` into a positive duration.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (e.g. 500ms, 10s, 2m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("unknown unit in `{text}`: use ms, s or m")),
+    };
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("`{text}`: the duration must be positive"));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("`{text}`: {e}"))
 }
 
 impl ServeArgs {
@@ -64,8 +104,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 let _ = tokio::signal::ctrl_c().await;
                 s.cancel();
             });
+            let limits = HttpLimits {
+                header_read_timeout: args.header_timeout,
+                max_connections: args.max_connections.max(1),
+                max_sessions: args.max_sessions.max(1),
+                session_idle: args.session_idle,
+            };
             server
-                .serve_http(addr, args.allow_remote, stop, |bound| {
+                .serve_http_with(addr, args.allow_remote, limits, stop, |bound| {
                     eprintln!("toolhost: serving MCP at http://{bound}/mcp");
                 })
                 .await

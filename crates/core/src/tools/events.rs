@@ -6,8 +6,10 @@
 //! - `ToolRegistry::subscribe` returns a `tokio::sync::broadcast` receiver (async, may lag
 //!   and drop under load: use it for UIs).
 //!
-//! [`JsonlAuditSink`] writes one JSON line per event, with secret-looking argument keys
-//! (`password`, `token`, `secret`, `key`, ...) redacted.
+//! [`JsonlAuditSink`] writes one JSON line per event with secrets redacted by
+//! [`crate::tools::redact`]: values under secret-looking keys, secret header pairs, and
+//! credential-shaped strings (bearer tokens, JWTs, URL user-info, PEM keys) in the inputs,
+//! the error messages and the denial reasons.
 
 use std::io::Write;
 use std::path::Path;
@@ -107,41 +109,18 @@ pub trait ToolEventListener: Send + Sync {
     fn on_event(&self, event: &ToolEvent);
 }
 
-/// Words that mark an argument key as secret (matched case-insensitively as substrings).
-pub const SECRET_KEY_MARKERS: &[&str] = &[
-    "password",
-    "passwd",
-    "token",
-    "secret",
-    "key",
-    "authorization",
-    "cookie",
-    "credential",
-];
+pub use crate::tools::redact::SECRET_KEY_MARKERS;
 
-/// Returns `value` with the values of secret-looking keys replaced by `"[REDACTED]"`, at
-/// any depth.
+/// Returns `value` with every secret replaced by `"[REDACTED]"` (see
+/// [`crate::tools::redact`]): secret keys at any depth, secret `[name, value]` pairs and
+/// credential-shaped strings.
 pub fn redact_secrets(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let lower = k.to_ascii_lowercase();
-                    if SECRET_KEY_MARKERS.iter().any(|m| lower.contains(m)) {
-                        (k.clone(), Value::String("[REDACTED]".into()))
-                    } else {
-                        (k.clone(), redact_secrets(v))
-                    }
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(redact_secrets).collect()),
-        other => other.clone(),
-    }
+    crate::tools::redact::redact_value(value)
 }
 
 /// An audit sink writing one JSON object per line: `{"ts_ms": ..., "event": ..., ...}`.
-/// Inputs are redacted with [`redact_secrets`]. Write errors are logged, never raised: the
+/// Inputs are redacted with [`redact_secrets`]; error messages and denial reasons with
+/// [`scrub_text`](crate::tools::redact::scrub_text). Write errors are logged, never raised: the
 /// audit trail must not break tool calls.
 pub struct JsonlAuditSink {
     out: Mutex<Box<dyn Write + Send>>,
@@ -178,6 +157,13 @@ impl ToolEventListener for JsonlAuditSink {
             if let Some(input) = obj.get("input") {
                 let redacted = redact_secrets(input);
                 obj.insert("input".into(), redacted);
+            }
+            for field in ["error", "reason"] {
+                if let Some(Value::String(text)) = obj.get(field)
+                    && let std::borrow::Cow::Owned(clean) = crate::tools::redact::scrub_text(text)
+                {
+                    obj.insert(field.into(), Value::String(clean));
+                }
             }
             let ts = SystemTime::now()
                 .duration_since(UNIX_EPOCH)

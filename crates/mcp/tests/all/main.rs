@@ -10,5 +10,6 @@
 mod client_everything;
 mod client_misbehaving;
 mod client_peers;
+mod http_limits;
 mod server;
 mod support;

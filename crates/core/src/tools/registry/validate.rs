@@ -10,6 +10,10 @@ pub(super) fn validation_error(entry: &ToolEntry, args: &Value) -> Option<String
     const MAX_REPORTED: usize = 5;
     let mut msgs = Vec::new();
     let mut more = 0usize;
+    // The secret values of the arguments as JSON text, to catch an error that quotes one
+    // even when its instance path does not lead to it (jsonschema reports some
+    // `additionalProperties: false` errors at the parent).
+    let secrets = crate::tools::redact::secret_values(args);
     for err in entry.validator.iter_errors(args) {
         if msgs.len() < MAX_REPORTED {
             let path = err.instance_path().to_string();
@@ -18,7 +22,24 @@ pub(super) fn validation_error(entry: &ToolEntry, args: &Value) -> Option<String
             } else {
                 format!("at '{path}'")
             };
-            msgs.push(format!("{at}: {err}"));
+            // A secret value is never echoed: mask the offending value when it sits
+            // under a secret key or contains a credential, and scrub what remains.
+            let plain = err.to_string();
+            let mut text = if crate::tools::redact::pointer_has_secret_key(&path)
+                || crate::tools::redact::value_has_secrets(err.instance())
+                || secrets.iter().any(|s| plain.contains(s.as_str()))
+            {
+                err.masked_with(crate::tools::redact::REDACTED).to_string()
+            } else {
+                plain
+            };
+            for s in &secrets {
+                if text.contains(s.as_str()) {
+                    text = text.replace(s.as_str(), crate::tools::redact::REDACTED);
+                }
+            }
+            let line = format!("{at}: {text}");
+            msgs.push(crate::tools::redact::scrub_text(&line).into_owned());
         } else {
             more += 1;
         }

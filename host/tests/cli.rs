@@ -1,0 +1,322 @@
+//! The `toolhost` binary against hostile input and hostile plumbing:
+//!
+//! - a real component (`tests/fixtures/hostile_term`) whose description, render text and
+//!   error carry ANSI/OSC sequences, CR, C1 controls and bidi overrides, and a plugin
+//!   request file with escapes that ends up in a load warning: `list`, `list --json`,
+//!   `inspect`, `call` must print none of it raw; then a good call (`calc` `add`) works;
+//! - `list --json` into a pipe whose reader is gone: a quiet exit, no panic message;
+//! - `serve --stdio -vvv` with stderr on the same pipe as stdout: the shared descriptors
+//!   stay blocking (so logging cannot hit `EAGAIN`), the protocol works, no abort;
+//! - `serve --http` on a non-loopback address names the real flag, `--allow-remote`.
+
+// Test code: unwrap on set-up failures is the clearest report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The built plugins (`cargo xtask plugins`). Missing: a failure in CI, a skip locally.
+fn plugins() -> Option<PathBuf> {
+    let p = std::env::var_os("TOOLHOST_TEST_PLUGINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/plugins"));
+    let needed = [p.join("calc.wasm"), p.join("fixtures/hostile_term.wasm")];
+    if needed.iter().all(|f| f.exists()) {
+        return Some(p);
+    }
+    let msg = format!(
+        "built plugins missing under {} (calc.wasm, fixtures/hostile_term.wasm); run `cargo xtask plugins`",
+        p.display()
+    );
+    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+        panic!("{msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    None
+}
+
+fn toolhost(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir)
+        .args(args)
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The characters that steer a terminal, in any output of the CLI.
+fn raw_controls(bytes: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(bytes);
+    text.chars()
+        .filter(|&c| {
+            matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+                | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .map(|c| format!("U+{:04X}", c as u32))
+        .collect()
+}
+
+fn assert_clean(what: &str, out: &Output) {
+    for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let bad = raw_controls(bytes);
+        assert!(
+            bad.is_empty(),
+            "{what}: raw control characters on {stream}: {bad:?}\n{}",
+            show(out)
+        );
+    }
+}
+
+#[test]
+fn hostile_plugin_text_is_escaped_on_every_print_path() {
+    let Some(plugins) = plugins() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("plugins");
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::copy(plugins.join("calc.wasm"), p.join("calc.wasm")).unwrap();
+    if plugins.join("calc.toml").exists() {
+        std::fs::copy(plugins.join("calc.toml"), p.join("calc.toml")).unwrap();
+    }
+    let hostile = plugins.join("fixtures/hostile_term.wasm");
+    std::fs::copy(&hostile, p.join("hostile_term.wasm")).unwrap();
+    // A second copy whose request file is broken and full of escapes: its load error
+    // quotes the file, and reaches the terminal as a warning.
+    std::fs::copy(&hostile, p.join("evil_policy.wasm")).unwrap();
+    std::fs::write(
+        p.join("evil_policy.toml"),
+        "read = 5 # \u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{202e}\n",
+    )
+    .unwrap();
+    let pdir = p.to_str().unwrap();
+
+    // The table: no raw escapes, and no forged rows (one header plus one line per tool).
+    let out = toolhost(dir.path(), &["list", "--plugins", pdir]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_clean("list", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1 + 4 + 3, "{}", show(&out));
+    assert!(stdout.contains("\\x1b[2J"), "{stdout}");
+    assert!(stdout.contains("\\u{202e}"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("evil_policy"),
+        "the warning is missing: {stderr}"
+    );
+
+    // JSON output: still valid JSON with the exact description inside.
+    let out = toolhost(dir.path(), &["list", "--json", "--plugins", pdir]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_clean("list --json", &out);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let desc = doc["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "term_desc")
+        .unwrap()["description"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(desc.contains("\u{1b}]0;pwned\u{7}") && desc.contains('\u{202e}'));
+
+    for args in [
+        vec!["inspect", "--plugins", pdir, "plugins/hostile_term.wasm"],
+        vec![
+            "inspect",
+            "--json",
+            "--plugins",
+            pdir,
+            "plugins/hostile_term.wasm",
+        ],
+    ] {
+        let out = toolhost(dir.path(), &args);
+        assert!(out.status.success(), "{}", show(&out));
+        assert_clean(&args.join(" "), &out);
+    }
+
+    // A result and an error full of escapes.
+    let out = toolhost(dir.path(), &["call", "--plugins", pdir, "term_result"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_clean("call term_result", &out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("result \\x1b[2J"));
+    let out = toolhost(
+        dir.path(),
+        &[
+            "call",
+            "--plugins",
+            pdir,
+            "term_result",
+            "{}",
+            "--json-output",
+        ],
+    );
+    assert_clean("call --json-output", &out);
+    let out = toolhost(dir.path(), &["call", "--plugins", pdir, "term_error"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_clean("call term_error", &out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("boom \\x1b[2J"));
+
+    // And a good call still works.
+    let out = toolhost(
+        dir.path(),
+        &["call", "--plugins", pdir, "add", r#"{"x": 1, "y": 2}"#],
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let sum: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert_eq!(sum, 3.0);
+}
+
+#[test]
+fn list_into_a_closed_pipe_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["list", "--json", "--plugins"])
+        .arg(dir.path())
+        .env_remove("TOOLHOST_PLUGINS")
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before anything is printed (the pipe's other end was made
+    // close-on-exec, so the child does not hold it): every print hits EPIPE.
+    drop(reader);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    let code = out.status.code();
+    assert!(
+        code == Some(0) || code == Some(141),
+        "exit status {:?}: {stderr}",
+        out.status
+    );
+}
+
+/// `O_NONBLOCK` (octal 04000 on Linux) in `/proc/PID/fdinfo/FD`.
+fn nonblocking(pid: u32, fd: u32) -> bool {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap();
+    let flags = info
+        .lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .map(|f| u32::from_str_radix(f.trim(), 8).unwrap())
+        .unwrap();
+    flags & 0o4000 != 0
+}
+
+#[test]
+fn serve_stdio_with_stderr_on_the_stdout_pipe_keeps_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["serve", "--stdio", "-vvv", "--plugins"])
+        .arg(dir.path())
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(reader);
+    let send = |stdin: &mut std::process::ChildStdin, v: Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    // Reads the shared pipe (protocol and logs mixed) until the response with `id`.
+    let response = |lines: &mut BufReader<std::io::PipeReader>, id: u64| -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = lines.read_line(&mut line).unwrap();
+            assert!(n > 0, "the server closed its output before answering {id}");
+            if let Ok(v) = serde_json::from_str::<Value>(line.trim())
+                && v["id"] == json!(id)
+            {
+                return v;
+            }
+        }
+    };
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    let init = response(&mut lines, 1);
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    // The server is up and talking through its private non-blocking pipe: the stdio
+    // descriptors it shares with stderr (and with us) must still be blocking.
+    assert!(!nonblocking(pid, 1), "stdout was made non-blocking");
+    assert!(!nonblocking(pid, 2), "stderr was made non-blocking");
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    let list = response(&mut lines, 2);
+    assert!(list["result"]["tools"].is_array(), "{list}");
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "no_such_tool", "arguments": {}}}),
+    );
+    let call = response(&mut lines, 3);
+    assert_eq!(call["result"]["isError"], true, "{call}");
+    drop(stdin);
+    // Drain the rest of the logs so the server never blocks on a full pipe.
+    let mut rest = String::new();
+    while lines.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {
+        rest.clear();
+    }
+    let status = child.wait().unwrap();
+    assert_ne!(status.code(), Some(134), "aborted: {status}");
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn serve_http_on_a_public_address_names_the_allow_remote_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolhost(
+        dir.path(),
+        &[
+            "serve",
+            "--http",
+            "0.0.0.0:0",
+            "--plugins",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+    assert!(!stderr.contains("allow_remote"), "{stderr}");
+}

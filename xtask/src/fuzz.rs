@@ -1,0 +1,82 @@
+//! `cargo xtask fuzz [SECONDS]`: runs every cargo-fuzz target of `fuzz/` for a short time
+//! (default 20 s each), keeping and growing the corpora in `fuzz/corpus/<target>`.
+//!
+//! Installs what it needs on first use: the nightly toolchain (`rustup toolchain install
+//! nightly --profile minimal`; libFuzzer's instrumentation needs nightly flags) and
+//! `cargo-fuzz` (`cargo install --root target/toolchains`). A crash fails the task and
+//! leaves the input in `fuzz/artifacts/<target>/`. Results and longer runs:
+//! docs/security/fuzz.md.
+
+use std::process::Command;
+
+/// The targets, as named in `fuzz/Cargo.toml`, with the cargo features each needs
+/// (`wasm` brings toolhost-wasm and wasmtime).
+pub const TARGETS: &[(&str, &str)] = &[
+    ("validate_args", ""),
+    ("render_truncate", ""),
+    ("redact_escape", ""),
+    ("policy_parse", "wasm"),
+    ("net_rule_parse", "wasm"),
+];
+
+/// The cargo-fuzz release installed under `target/toolchains`.
+pub const CARGO_FUZZ: &str = "cargo-fuzz@0.13.1";
+
+/// Runs every target for `seconds`.
+pub fn run(seconds: u64) -> crate::Result {
+    ensure_nightly()?;
+    let cargo_fuzz = ensure_cargo_fuzz()?;
+    let dir = crate::root().join("fuzz");
+    for (target, features) in TARGETS {
+        crate::step(&format!("fuzzing {target} for {seconds} s"));
+        std::fs::create_dir_all(dir.join("corpus").join(target))
+            .map_err(|e| format!("cannot create the corpus folder of {target}: {e}"))?;
+        let mut cmd = Command::new(&cargo_fuzz);
+        cmd.current_dir(&dir)
+            .env("RUSTUP_TOOLCHAIN", "nightly")
+            .args(["fuzz", "run"]);
+        if !features.is_empty() {
+            cmd.args(["--features", features]);
+        }
+        crate::run(
+            cmd.args([target, "--"])
+                .arg(format!("-max_total_time={seconds}"))
+                .arg("-rss_limit_mb=2048")
+                .arg("-print_final_stats=1"),
+        )?;
+    }
+    Ok(())
+}
+
+fn ensure_nightly() -> crate::Result {
+    let listed = Command::new("rustup")
+        .args(["toolchain", "list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("nightly"))
+        .unwrap_or(false);
+    if !listed {
+        crate::step("rustup toolchain install nightly --profile minimal");
+        crate::run(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+        ]))?;
+    }
+    Ok(())
+}
+
+fn ensure_cargo_fuzz() -> crate::Result<std::path::PathBuf> {
+    let root = crate::root().join("target").join("toolchains");
+    let bin = root.join("bin").join("cargo-fuzz");
+    if !bin.exists() {
+        crate::step(&format!("cargo install {CARGO_FUZZ}"));
+        crate::run(
+            Command::new(crate::cargo())
+                .args(["install", "--locked", CARGO_FUZZ, "--root"])
+                .arg(&root),
+        )?;
+    }
+    Ok(bin)
+}
