@@ -114,7 +114,13 @@ fn hostile_plugin_text_is_escaped_on_every_print_path() {
     assert!(out.status.success(), "{}", show(&out));
     assert_clean("list", &out);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().count(), 1 + 4 + 3, "{}", show(&out));
+    // The tool table, then (after a blank line) the trust table: one row per plugin.
+    let mut tables = stdout.split("\n\n");
+    let tools = tables.next().unwrap_or_default();
+    let trust = tables.next().unwrap_or_default();
+    assert_eq!(tools.lines().count(), 1 + 4 + 3, "{}", show(&out));
+    assert_eq!(trust.trim_end().lines().count(), 1 + 2, "{}", show(&out));
+    assert!(tables.next().is_none(), "{}", show(&out));
     assert!(stdout.contains("\\x1b[2J"), "{stdout}");
     assert!(stdout.contains("\\u{202e}"), "{stdout}");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -669,7 +669,10 @@ fn keys(dir: &Path) -> Option<(String, String, PathBuf)> {
         .rsplit(' ')
         .next()
         .unwrap()
-        .to_string();
+        .to_uppercase();
+    // minisign 0.11 prints the key id without leading zeros; toolhost always writes 16
+    // hex digits.
+    let id = format!("{id:0>16}");
     Some((line, id, secret))
 }
 

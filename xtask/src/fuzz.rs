@@ -5,7 +5,7 @@
 //! nightly --profile minimal`; libFuzzer's instrumentation needs nightly flags) and
 //! `cargo-fuzz` (`cargo install --root target/toolchains`). A crash fails the task and
 //! leaves the input in `fuzz/artifacts/<target>/`. Results and longer runs:
-//! docs/security/fuzz.md.
+//! docs/security.md.
 
 use std::process::Command;
 

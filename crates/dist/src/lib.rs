@@ -14,7 +14,7 @@
 //! Everything that comes from the network or a plugin author is untrusted: sizes are capped
 //! before and while reading, plain HTTP is refused off loopback unless `insecure`, and every
 //! failed check is a typed [`DistError`] that names the check. The rules are written down in
-//! docs/trust-distribution.md.
+//! docs/trust.md.
 
 use std::io::Read;
 use std::path::Path;
@@ -140,7 +140,7 @@ pub async fn fetch(source: &Source, opts: &FetchOptions) -> Result<Fetched, Dist
     Ok(fetched)
 }
 
-/// The signature rule of `toolhost install` (docs/trust-distribution.md), applied to a
+/// The signature rule of `toolhost install` (docs/trust.md), applied to a
 /// fetched artifact: `Ok(Some(key_id))` when signed by a trusted key; an unsigned artifact is
 /// [`DistError::Unsigned`] and one signed by an unknown key [`DistError::UntrustedKey`], both
 /// accepted as `Ok(None)` when `allow_unsigned`; a signature by a trusted key that does not

@@ -1,6 +1,6 @@
 //! OCI registries: fetching and publishing components as CNCF "Wasm OCI artifacts".
 //!
-//! The layout (what wkg and Wassette use, see docs/trust-distribution.md):
+//! The layout (what wkg and Wassette use, see docs/trust.md):
 //! - config: media type [`WASM_CONFIG_MEDIA_TYPE`], a small JSON (`architecture: "wasm"`,
 //!   `os: "wasip2"`, `layerDigests`);
 //! - exactly one layer of media type [`WASM_LAYER_MEDIA_TYPE`]: the component;

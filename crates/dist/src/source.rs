@@ -1,6 +1,6 @@
 //! [`Source`] and [`OciRef`]: where a plugin comes from, parsed from what the operator typed.
 //!
-//! Three kinds (see docs/trust-distribution.md):
+//! Three kinds (see docs/trust.md):
 //! - a local `NAME.wasm` path (or `file://` URL), with `NAME.toml` and `NAME.wasm.minisig` beside it;
 //! - an `https://…/NAME.wasm` URL, with `NAME.toml` and `NAME.wasm.minisig` beside it;
 //! - `oci://HOST[:PORT]/REPO:TAG` or `oci://HOST[:PORT]/REPO@sha256:HEX`.

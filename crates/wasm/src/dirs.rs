@@ -1,6 +1,6 @@
 //! Granted directories, opened once when the plugin loads and held open as capabilities.
 //!
-//! Rule (docs/security/wasm-runtime.md, "Preopens are held, not re-resolved"): a path is
+//! Rule (docs/security.md, "Preopens are held, not re-resolved"): a path is
 //! trusted only as a capability held open, never re-resolved through something a guest
 //! could have replaced. A tool with `write = ["./work"]` can replace `work/input` by a
 //! symlink to `/etc`; if the host reopened `read = ["./work/input"]` by path on the next

@@ -7,13 +7,13 @@
 //! - `wasi:filesystem/types` `[method]descriptor.unlink-file-at`, `remove-directory-at`,
 //!   `rename-at`: need the Delete permission (declared by the tool); without it the guest
 //!   gets `not-permitted`. A `write` grant alone lets a tool create and overwrite files,
-//!   not remove or rename them (docs/security/wasm-runtime.md, "Write is not Delete").
+//!   not remove or rename them (docs/security.md, "Write is not Delete").
 //! - `[method]descriptor.open-at`: refuses to open FIFOs and devices. Opening a FIFO for
 //!   reading blocks until a writer comes, and wasmtime-wasi does it on a blocking-pool
 //!   thread the call deadline cannot take back: a guest could pin host threads forever.
 //! - `wasi:sockets/ip-name-lookup` `resolve-addresses`: only names in the `network`
 //!   allowlist are resolved; any other name gets `access-denied` before a DNS query leaves
-//!   the host (docs/security/wasm-runtime.md, "DNS lookups from raw sockets").
+//!   the host (docs/security.md, "DNS lookups from raw sockets").
 
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};

@@ -1,7 +1,7 @@
 //! The network allowlist: `scheme://host[:port]` rules with `*.` wildcards, checked on
 //! scheme, host and port for wasi:http, and on resolved IPs for raw sockets.
 //!
-//! Matching rules (see docs/security/wasm-runtime.md):
+//! Matching rules (see docs/security.md):
 //! - a `*.` wildcard matches DNS names only, never an IP literal (`*.0.0.1` does not match
 //!   `127.0.0.1`);
 //! - host names are compared lowercase with one trailing dot removed (`example.com.` is

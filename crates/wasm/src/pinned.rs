@@ -1,6 +1,6 @@
 //! Sending a wasi:http request to an address the gate already vetted.
 //!
-//! Rule (docs/security/wasm-runtime.md, "Pinned connections"): a host name is resolved
+//! Rule (docs/security.md, "Pinned connections"): a host name is resolved
 //! once, by the gate, and every address is checked; the connection then goes to the
 //! checked address. wasmtime-wasi-http's `default_send_request` takes only the URL and
 //! resolves the name again (a second lookup that a rebinding DNS server can answer

@@ -29,9 +29,9 @@
 //! policy, replace another plugin or plant native code in the cache. A folder *inside*
 //! the plugins folder is fine (a dedicated data folder such as `./data/NAME`): plugins are
 //! only the `*.wasm` files directly in the plugins folder. Every granted folder is
-//! resolved to its real path (symlinks followed) before the check, and the resolved path
-//! is what the sandbox opens. Such a policy is refused at load with an error naming the
-//! file, the key and the entry.
+//! resolved to its real path (symlinks followed) for the check; the sandbox opens the path
+//! as written and holds it (`dirs.rs`). Such a policy is refused at load with an error
+//! naming the file, the key and the entry.
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -284,7 +284,11 @@ impl Policy {
                             reason: format!("{} {reason}", real.display()),
                         });
                     }
-                    Ok(real)
+                    // The path as the operator wrote it is what gets opened (at load, as a
+                    // held handle; see dirs.rs), not `real`: a symlink a guest planted in
+                    // a writable folder since the last load must be refused there, not
+                    // resolved here into a grant of wherever it points.
+                    Ok(p)
                 })
                 .collect()
         };

@@ -1,5 +1,5 @@
 //! What a guest reports to the host during a call (`host.log`, `host.progress`), bounded
-//! and cleaned. Both come from untrusted code, so (docs/security/wasm-runtime.md,
+//! and cleaned. Both come from untrusted code, so (docs/security.md,
 //! "Log and progress floods"):
 //!
 //! - a log line is cut to [`MAX_LOG_BYTES`] and stripped of control characters (CR, LF,

@@ -1,7 +1,7 @@
 //! `toolhost publish FILE.wasm oci://HOST[:PORT]/REPO:TAG`: pushes a component as a CNCF
 //! Wasm OCI artifact, with its request file (`FILE.toml` beside it, if any) and a minisign
 //! signature (`--signature FILE.minisig`, or made here with `--sign SECRET_KEY_FILE`).
-//! The layout and the rules are in docs/trust-distribution.md.
+//! The layout and the rules are in docs/trust.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

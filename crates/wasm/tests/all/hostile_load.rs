@@ -2,7 +2,7 @@
 //! blocks or spins or floods, a plugin that squats another's tool name, a policy that
 //! grants the plugins folder or the compile cache, a compile cache someone else can
 //! write, and a component with several memories. Each attack is followed by a good call
-//! (calc's `add`) that must still answer. See docs/security/wasm-load.md.
+//! (calc's `add`) that must still answer. See docs/security.md.
 
 use std::path::{Path, PathBuf};
 
