@@ -146,6 +146,11 @@ pub fn run() -> crate::Result {
         ],
     ))?;
 
+    crate::step(
+        "toolhost approve calc --yes  (pure compute, approved so the lock covers the folder)",
+    );
+    crate::run(&mut toolhost(d, &["approve", "calc", "--yes"]))?;
+
     crate::step("toolhost lock --check  (the folder and its lock agree)");
     crate::run(&mut toolhost(d, &["lock", "--check"]))?;
     Ok(())
