@@ -1,6 +1,6 @@
 //! The host configuration file (`--config FILE`, default `./toolhost.toml`).
 //!
-//! Owned by the MCP work (issue 4): `[mcp.servers.NAME]` entries with `command`/`args`/`env`
+//! `[mcp.servers.NAME]` entries with `command`/`args`/`env`
 //! (plus `inherit_env`) or `url`/`headers`, and `timeout_secs`; see
 //! [`McpServerConfig`](crate::mcp::McpServerConfig).
 //!

@@ -1,4 +1,4 @@
-//! `cargo xtask plugins`: builds the guest components. Owned by the WASM work (issue 3).
+//! `cargo xtask plugins`: builds the guest components.
 //!
 //! - installs the `wasm32-wasip2` target through rustup if it is missing;
 //! - builds the example plugins (`plugins/`, a guest workspace) and copies each
