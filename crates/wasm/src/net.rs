@@ -52,6 +52,7 @@ impl NetRule {
         if wildcard_body.is_empty() || wildcard_body.contains('*') {
             return Err("a wildcard may only be a leading `*.`".into());
         }
+        check_host(wildcard_body)?;
         Ok(NetRule {
             scheme,
             host,
@@ -108,6 +109,31 @@ impl NetRule {
 }
 
 /// `host` without one trailing dot (the fully-qualified form names the same host).
+/// A rule's host must be an IP literal (IPv6 in brackets) or a DNS name: dot-separated
+/// labels of letters, digits, `-` and `_`, none empty, at most 63 bytes each and 253 in
+/// all. Anything else (control characters, empty labels, stray punctuation) could never
+/// match a request, or match one it should not, so it is refused at parse time.
+fn check_host(host: &str) -> Result<(), String> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<IpAddr>().is_ok() {
+        return Ok(());
+    }
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if host.len() > 253 || !host.split('.').all(label_ok) {
+        return Err(format!(
+            "\"{}\" is not an IP address or a DNS name (letters, digits, `-`, `_`, non-empty \
+             dot-separated labels)",
+            host.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
 fn normalize_host(host: &str) -> &str {
     host.strip_suffix('.').unwrap_or(host)
 }
@@ -200,6 +226,32 @@ impl NetAllow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_that_are_neither_ips_nor_dns_names_are_refused() {
+        // Found by the fuzzer: a host with NULs and empty labels parsed, then could not
+        // match itself.
+        for bad in [
+            "http://127.0.1..1\0\0>08.1..",
+            "http://a..b",
+            "http://exa mple.com",
+            "https://*.",
+            "http://bad\u{1b}[2J.com",
+        ] {
+            assert!(NetRule::parse(bad).is_err(), "{bad:?} parsed");
+        }
+        for good in [
+            "http://127.0.0.1:8080",
+            "https://[::1]",
+            "https://*.github.com",
+            "http://my_host.local.",
+        ] {
+            let r = NetRule::parse(good).unwrap_or_else(|e| panic!("{good}: {e}"));
+            if !r.host.starts_with("*.") {
+                assert!(r.matches(&r.scheme, &r.host, r.port), "{good}");
+            }
+        }
+    }
 
     fn rule(s: &str) -> NetRule {
         NetRule::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
