@@ -52,11 +52,13 @@ pub fn plugin_problem(e: &crate::wasm::PluginError) -> LoadProblem {
 /// the others load. The clients live as long as their tools stay registered.
 pub async fn connect_mcp(registry: &ToolRegistry, config: &HostConfig) -> Vec<LoadProblem> {
     let (_clients, problems) = crate::mcp::config::connect_all(registry, &config.mcp).await;
-    problems
-        .into_iter()
-        .map(|p| LoadProblem {
-            source: format!("mcp server '{}'", p.server),
-            message: p.error.to_string(),
-        })
-        .collect()
+    problems.iter().map(mcp_problem).collect()
+}
+
+/// A [`LoadProblem`] from an MCP server that (or one of whose tools) did not load.
+pub fn mcp_problem(p: &crate::mcp::McpServerProblem) -> LoadProblem {
+    LoadProblem {
+        source: format!("mcp server '{}'", p.server),
+        message: p.error.to_string(),
+    }
 }

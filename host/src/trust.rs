@@ -514,13 +514,7 @@ pub async fn connect_mcp(
     };
     let (_clients, problems) =
         crate::mcp::config::connect_all_filtered(registry, &config.mcp, filter_for).await;
-    let problems = problems
-        .into_iter()
-        .map(|p| LoadProblem {
-            source: format!("mcp server '{}'", p.server),
-            message: p.error.to_string(),
-        })
-        .collect();
+    let problems = problems.iter().map(crate::loader::mcp_problem).collect();
     let withheld = withheld.lock().unwrap_or_else(|e| e.into_inner()).clone();
     (withheld, problems)
 }
