@@ -10,13 +10,14 @@
 use std::process::Command;
 
 /// The targets, as named in `fuzz/Cargo.toml`, with the cargo features each needs
-/// (`wasm` brings toolhost-wasm and wasmtime).
+/// (`wasm` brings toolhost-wasm and wasmtime, `mcp` the MCP client and rmcp).
 pub const TARGETS: &[(&str, &str)] = &[
     ("validate_args", ""),
     ("render_truncate", ""),
     ("redact_escape", ""),
     ("policy_parse", "wasm"),
     ("net_rule_parse", "wasm"),
+    ("mcp_line_reader", "mcp"),
 ];
 
 /// The cargo-fuzz release installed under `target/toolchains`.

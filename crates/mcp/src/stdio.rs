@@ -1,14 +1,22 @@
 //! The child-process side of the stdio transport: spawning with a cleared environment,
 //! a line-length guard on stdout, and stderr forwarded to `tracing` with caps (each line
 //! escaped for the terminal).
+//!
+//! [`LineGuard`] and [`framed_server_output`] are public so the reading path of a
+//! server's stdout can be driven from outside the crate (the `mcp_line_reader` fuzz
+//! target feeds it arbitrary bytes in arbitrary chunks); the transport itself uses them.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 
+use rmcp::RoleClient;
+use rmcp::service::RxJsonRpcMessage;
+use rmcp::transport::async_rw::JsonRpcMessageCodec;
 use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 use tokio::process::{Child, ChildStderr};
+use tokio_util::codec::FramedRead;
 
 /// Limits of the stdio transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,21 +72,71 @@ impl ChildState {
 
 /// An `AsyncRead` over the child's stdout that fails (and records why) as soon as a line
 /// grows past the limit, so a server can never make the host buffer an unbounded line.
-pub(crate) struct LineGuard<R> {
+///
+/// Bytes pass through unchanged; the read that brings a line past `max` bytes (not
+/// counting its `\n`) fails with [`std::io::ErrorKind::InvalidData`], and so does every
+/// later read.
+pub struct LineGuard<R> {
     inner: R,
     current: usize,
     max: usize,
+    /// Set by the first overlong line: the stream stays closed after it.
+    failed: bool,
     state: Arc<ChildState>,
 }
 
 impl<R> LineGuard<R> {
-    pub(crate) fn new(inner: R, max: usize, state: Arc<ChildState>) -> Self {
+    /// A guard over `inner` that refuses lines longer than `max` bytes.
+    pub fn new(inner: R, max: usize) -> Self {
+        Self::with_state(inner, max, Arc::default())
+    }
+
+    /// A guard that records why the framing broke in the child's shared state.
+    pub(crate) fn with_state(inner: R, max: usize, state: Arc<ChildState>) -> Self {
         Self {
             inner,
             current: 0,
             max,
+            failed: false,
             state,
         }
+    }
+
+    /// Why the guard closed the stream, once a line went over the limit.
+    pub fn broken(&self) -> Option<&str> {
+        self.state.broken.get().map(String::as_str)
+    }
+}
+
+/// The longest line rmcp's codec accepts behind a [`LineGuard`] of `max_line_bytes`: a
+/// little more than the guard's limit, so an overlong line is always reported by the
+/// guard (with the limit in its message) and never by the codec first.
+pub fn codec_max_line(max_line_bytes: usize) -> usize {
+    max_line_bytes.saturating_add(64)
+}
+
+/// A server's stdout framed into JSON-RPC messages exactly as the stdio transport reads
+/// it: [`LineGuard`] under rmcp's newline-delimited codec.
+pub fn framed_server_output<R: AsyncRead + Unpin>(
+    inner: R,
+    max_line_bytes: usize,
+) -> FramedRead<LineGuard<R>, JsonRpcMessageCodec<RxJsonRpcMessage<RoleClient>>> {
+    FramedRead::new(
+        LineGuard::new(inner, max_line_bytes),
+        JsonRpcMessageCodec::new_with_max_length(codec_max_line(max_line_bytes)),
+    )
+}
+
+impl<R> LineGuard<R> {
+    fn overlong(&self) -> std::io::Error {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the server sent a line longer than {} bytes (the stdio message limit); \
+                 the connection was closed",
+                self.max
+            ),
+        )
     }
 }
 
@@ -88,8 +146,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
         let this = &mut *self;
+        if this.failed {
+            return Poll::Ready(Err(this.overlong()));
+        }
+        let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 let mut current = this.current;
@@ -99,16 +160,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
                     } else {
                         current += 1;
                         if current > this.max {
-                            let msg = format!(
-                                "the server sent a line longer than {} bytes (the stdio \
-                                 message limit); the connection was closed",
-                                this.max
-                            );
-                            let _ = this.state.broken.set(msg.clone());
-                            return Poll::Ready(Err(std::io::Error::new(
-                                std::io::ErrorKind::InvalidData,
-                                msg,
-                            )));
+                            this.failed = true;
+                            let err = this.overlong();
+                            let _ = this.state.broken.set(err.to_string());
+                            return Poll::Ready(Err(err));
                         }
                     }
                 }

@@ -22,7 +22,7 @@ use toolhost_core::tools::ToolContext;
 use super::McpClient;
 use super::connection::{Conn, why_closed};
 use crate::error::McpClientError;
-use crate::stdio::{ChildState, LineGuard, pump_stderr, resolve_command};
+use crate::stdio::{ChildState, LineGuard, codec_max_line, pump_stderr, resolve_command};
 
 /// How long a child may take to exit after it was told to.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -167,9 +167,10 @@ impl McpClient {
                     ));
                 }
                 let child = Arc::new(tokio::sync::Mutex::new(child));
-                let reader = LineGuard::new(stdout, self.cfg.limits.max_line_bytes, state.clone());
+                let reader =
+                    LineGuard::with_state(stdout, self.cfg.limits.max_line_bytes, state.clone());
                 let transport = AsyncRwTransport::<RoleClient, _, _>::new_client(reader, stdin)
-                    .with_max_line_length(self.cfg.limits.max_line_bytes.saturating_add(64));
+                    .with_max_line_length(codec_max_line(self.cfg.limits.max_line_bytes));
                 let served = tokio::time::timeout(timeout, hooks.serve(transport)).await;
                 let service = match served {
                     Ok(Ok(s)) => s,
