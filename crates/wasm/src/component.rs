@@ -24,9 +24,10 @@ use wasmtime::{Store, UpdateDeadline};
 use crate::bindings::{self, ToolPre};
 use crate::engine::{Opened, WasmEngine};
 use crate::error::PluginError;
+use crate::grant::Grant;
 use crate::limits::{StopReason, TrapFacts, map_trap};
 use crate::policy::Policy;
-use crate::sandbox::{Grant, HostState, StateSpec};
+use crate::sandbox::{HostState, StateSpec};
 
 /// Largest canonical JSON a call may return, bytes. Bigger results are truncated (the
 /// canonical value becomes the truncated text) rather than failing the call.
