@@ -5,7 +5,7 @@
 //! - [`effective_policy`]: the policy a plugin is loaded with: only approved folders,
 //!   network rules and env names that are still requested, sockets only if both say so,
 //!   and each limit the smaller of request and approval (an unapproved plugin: no
-//!   capability, its requested memory and output caps, a deadline of at most the default).
+//!   capability, its requested memory and output caps, a deadline and fuel of at most the defaults).
 //! - [`load_plugins`]: loads a plugins folder under the lock: unapproved plugins load
 //!   without capability (their tools that would need one refuse with the command that
 //!   approves them) or not at all (`require_approval = "all"`); changed tool definitions
@@ -49,17 +49,17 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 
 /// The policy a plugin runs with: `request` ∩ `approved` (see the module doc). With no
 /// approval: no capability at all, the request's memory and output caps, and a deadline
-/// no longer than the host default.
+/// and fuel budget no larger than the host defaults.
 pub fn effective_policy(request: &Policy, approved: Option<&Grant>) -> Policy {
     let default = Policy::default();
     let Some(a) = approved else {
         // Limits are not capabilities: the request's memory and output caps (bounded by
         // the policy parser) apply, so a pure Python tool that needs 128 MiB works
-        // unapproved; the deadline is never longer than the host default.
+        // unapproved; the deadline and the fuel budget are never above the host default.
         return Policy {
             file: request.file.clone(),
             timeout: request.timeout.min(default.timeout),
-            fuel: request.fuel,
+            fuel: min_opt(request.fuel, default.fuel),
             memory_bytes: request.memory_bytes,
             output_bytes: request.output_bytes,
             ..default

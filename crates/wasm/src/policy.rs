@@ -8,7 +8,7 @@
 //! sockets = false                   # raw TCP (wasi:sockets) to the network hosts; off by default
 //! env = ["API_KEY"]                 # host environment variables passed in
 //! timeout_ms = 5000                 # wall-clock deadline per call (epoch)
-//! fuel = 100000000                  # optional instruction budget per call (deterministic)
+//! fuel = 100000000                  # instruction budget per call (deterministic; default DEFAULT_FUEL)
 //! memory_mb = 64                    # linear memory cap per call
 //! output_kb = 64                    # cap of captured guest stdout/stderr, each
 //! ```
@@ -51,6 +51,11 @@ pub const MAX_MEMORY_MB: u64 = 1024;
 pub const DEFAULT_OUTPUT_KB: u64 = 64;
 /// Largest wall-clock deadline a policy may ask for: 10 minutes.
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Default fuel budget of one call: a CPU bound that does not depend on the machine's
+/// speed or load. Sized from measurements (`docs/permissions.md`, "Fuel"): the heaviest
+/// call of the example plugins (`js_http_get`) uses 0.6 % of it, while a guest spinning
+/// in a tight loop spends it in well under a second, long before the default deadline.
+pub const DEFAULT_FUEL: u64 = 5_000_000_000;
 /// Largest fuel budget a policy may ask for (10^13 instructions, hours of CPU: the
 /// deadline stops such a call long before).
 pub const MAX_FUEL: u64 = 10_000_000_000_000;
@@ -158,7 +163,8 @@ pub struct Policy {
     pub env: Vec<String>,
     /// Wall-clock deadline per call.
     pub timeout: Duration,
-    /// Fuel per call, if metered.
+    /// Fuel per call ([`DEFAULT_FUEL`] unless the file sets `fuel`); `None` (only for a
+    /// policy built in code) leaves the call unmetered.
     pub fuel: Option<u64>,
     /// Linear-memory cap per call, bytes.
     pub memory_bytes: usize,
@@ -176,7 +182,7 @@ impl Default for Policy {
             sockets: false,
             env: Vec::new(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
-            fuel: None,
+            fuel: Some(DEFAULT_FUEL),
             memory_bytes: mib(DEFAULT_MEMORY_MB),
             output_bytes: kib(DEFAULT_OUTPUT_KB),
         }
@@ -347,7 +353,7 @@ impl Policy {
             sockets: raw.sockets,
             env: raw.env,
             timeout: Duration::from_millis(timeout_ms),
-            fuel: raw.fuel,
+            fuel: Some(raw.fuel.unwrap_or(DEFAULT_FUEL)),
             memory_bytes: mib(memory_mb),
             output_bytes: kib(output_kb),
         })

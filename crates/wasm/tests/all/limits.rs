@@ -41,6 +41,26 @@ async fn infinite_loop_is_stopped_by_fuel() {
 }
 
 #[tokio::test]
+async fn by_default_a_spin_loop_runs_out_of_fuel_before_the_deadline() {
+    // No `fuel` and no `timeout_ms`: the default budget stops the loop, not the 10 s
+    // default deadline (a CPU bound that does not depend on the machine's speed).
+    let (reg, _d) = with_policy("hostile", "memory_mb = 64\n").await;
+    let inv = call(&reg, "spin", json!({})).await;
+    assert!(
+        matches!(&inv.output, Err(ToolError::LimitExceeded(..))),
+        "{}",
+        inv.model_text()
+    );
+    let limit = toolhost_wasm::policy::DEFAULT_FUEL;
+    assert!(
+        err_text(&inv).contains(&format!("ran out of fuel (limit {limit})")),
+        "{}",
+        inv.model_text()
+    );
+    still_works(&reg).await;
+}
+
+#[tokio::test]
 async fn memory_bomb_hits_the_memory_limit() {
     let (reg, _d) = with_policy("hostile", "memory_mb = 32\n").await;
     let inv = call(&reg, "membomb", json!({})).await;
