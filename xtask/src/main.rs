@@ -8,6 +8,8 @@
 //! - `cargo xtask bench-docs`: rebuilds `docs/benchmarks.md` from the per-area files.
 //! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target of `fuzz/` briefly (also the last
 //!   step of `cargo xtask test`).
+//! - `cargo xtask soak [CALLS]`: the soak of `host/tests/soak.rs` alone, one transport at a
+//!   time, with its figures printed (`cargo xtask test` runs it too, with 100 000 calls).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -39,6 +41,11 @@ fn main() -> ExitCode {
             Some(Ok(secs)) => fuzz::run(secs),
             Some(Err(_)) => Err("usage: cargo xtask fuzz [SECONDS per target]".into()),
         },
+        "soak" => match rest.first().map(|s| s.parse::<u64>()) {
+            None => soak(None),
+            Some(Ok(calls)) => soak(Some(calls)),
+            Some(Err(_)) => Err("usage: cargo xtask soak [CALLS per transport]".into()),
+        },
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -50,6 +57,7 @@ fn main() -> ExitCode {
                  peers     install the test peers (npm, PyPI, Debian docker-registry + minisign)\n  \
                  bench-docs  rebuild docs/benchmarks.md from docs/benchmarks/*.md\n  \
                  fuzz      run every cargo-fuzz target of fuzz/ briefly (default 20 s each)\n  \
+                 soak      100 000 tools/call over serve --stdio and --http, figures printed\n  \
                  demo      build everything and run toolhost on its example plugins"
             );
             Err(String::new())
@@ -118,6 +126,21 @@ fn lint() -> Result {
         "-D",
         "warnings",
     ]))
+}
+
+/// Runs the soak test file alone, transports one after the other, printing its figures.
+fn soak(calls: Option<u64>) -> Result {
+    let plugins_dir = plugins::build_all()?;
+    step("cargo test -p toolhost --test soak");
+    let mut cmd = Command::new(cargo());
+    cmd.current_dir(root())
+        .args(["test", "-p", "toolhost", "--test", "soak", "--"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env("TOOLHOST_TEST_PLUGINS", &plugins_dir);
+    if let Some(n) = calls {
+        cmd.env("TOOLHOST_SOAK_CALLS", n.to_string());
+    }
+    run(&mut cmd)
 }
 
 fn test(extra: &[String]) -> Result {
