@@ -106,7 +106,7 @@ pub(crate) struct EngineInner {
     protected: std::sync::RwLock<Vec<PathBuf>>,
     /// The engine with concurrency support, for components that need it (created on
     /// first need; only when this engine has it off).
-    concurrent: std::sync::OnceLock<Result<WasmEngine, String>>,
+    concurrent: std::sync::OnceLock<Result<WasmEngine, EngineError>>,
 }
 
 /// The shared wasm engine. Cheap to clone.
@@ -389,7 +389,6 @@ impl WasmEngine {
                 concurrency_support: true,
                 ..self.inner.options.clone()
             })
-            .map_err(|e| e.to_string())
         });
         let Ok(concurrent) = concurrent else {
             return Err(first);

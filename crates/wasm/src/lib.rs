@@ -5,7 +5,9 @@
 //! ([`WasmEngine`]), sandboxes every call ([`sandbox`]: preopens, network allowlist,
 //! captured output), bounds it ([`limits`]: epoch deadline, fuel, memory, stack), reads
 //! policy files ([`policy`]) and loads a plugins folder into a `ToolRegistry`
-//! ([`loader`]). Each described tool is a [`WasmTool`], an ordinary `BaseTool`.
+//! ([`loader`]). A component's `describe()` output is checked and converted by
+//! [`describe`] ([`describe::accept_described`] is pure, for fuzzing and tests); each
+//! described tool is a [`WasmTool`], an ordinary `BaseTool`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,6 +24,7 @@
 //! ```
 
 pub mod component;
+pub mod describe;
 pub mod dirs;
 pub mod engine;
 pub mod error;
@@ -33,10 +36,15 @@ mod pinned;
 pub mod policy;
 pub mod reports;
 pub mod sandbox;
+mod store;
+mod tool;
 
-pub use component::{Plugin, ToolSpec, WasmTool};
+pub use component::Plugin;
+pub use describe::{DescribeRefusal, DescribedTool, ToolSpec, accept_described};
 pub use engine::{EngineOptions, WasmEngine};
 pub use error::{EngineError, PluginError, PolicyError};
+pub use net::NetRuleError;
+pub use tool::WasmTool;
 pub use policy::Policy;
 pub use sandbox::Grant;
 
