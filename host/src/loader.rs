@@ -27,13 +27,12 @@ pub async fn load_plugins(registry: &ToolRegistry, dir: &Path) -> Vec<LoadProble
 }
 
 /// The process-wide wasm engine (default options: pooling, epoch, fuel, compile cache),
-/// created on first use.
-pub fn wasm_engine() -> Result<crate::wasm::WasmEngine, String> {
-    static ENGINE: std::sync::OnceLock<Result<crate::wasm::WasmEngine, String>> =
+/// created on first use. A creation failure is kept too: every caller gets the same
+/// error.
+pub fn wasm_engine() -> Result<crate::wasm::WasmEngine, crate::wasm::EngineError> {
+    static ENGINE: std::sync::OnceLock<Result<crate::wasm::WasmEngine, crate::wasm::EngineError>> =
         std::sync::OnceLock::new();
-    ENGINE
-        .get_or_init(|| crate::wasm::WasmEngine::new().map_err(|e| e.to_string()))
-        .clone()
+    ENGINE.get_or_init(crate::wasm::WasmEngine::new).clone()
 }
 
 /// A [`LoadProblem`] from a plugin error (the file goes to `source`, not twice).

@@ -164,10 +164,10 @@ pub async fn load_plugins(
     let mut problems = Vec::new();
     let engine = match wasm_engine() {
         Ok(e) => e,
-        Err(message) => {
+        Err(e) => {
             problems.push(LoadProblem {
                 source: dir.display().to_string(),
-                message,
+                message: e.to_string(),
             });
             return (Vec::new(), problems);
         }
@@ -338,7 +338,7 @@ impl Candidate {
     /// Loads `wasm` (with `request_file` as its `NAME.toml`, if any) with no capability
     /// and describes it. Nothing is written.
     pub async fn load(name: &str, wasm: &Path) -> anyhow::Result<Candidate> {
-        let engine = wasm_engine().map_err(anyhow::Error::msg)?;
+        let engine = wasm_engine()?;
         let request = Policy::for_component_protected(wasm, &engine.protected_paths())?;
         Self::load_with_request(name, wasm, &request).await
     }
@@ -350,7 +350,7 @@ impl Candidate {
         wasm: &Path,
         request: &Policy,
     ) -> anyhow::Result<Candidate> {
-        let engine = wasm_engine().map_err(anyhow::Error::msg)?;
+        let engine = wasm_engine()?;
         let plugin =
             Plugin::load_with_policy(&engine, wasm, effective_policy(request, None)).await?;
         Ok(Candidate {

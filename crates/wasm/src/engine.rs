@@ -2,28 +2,12 @@
 //! ticker, the linker (WASI p2, wasi:http, the `host` interface) and an on-disk compile
 //! cache.
 //!
-//! **Compile cache.** A compiled component is stored as
-//! `<cache>/<sha256 of the wasm>-<hash of the engine settings>.cwasm`. The key covers
-//! everything that makes an artifact valid (wasmtime version, target, fuel/epoch on or
-//! off, ...) through `Engine::precompile_compatibility_hash`.
-//!
-//! **The cache is code.** Deserializing an artifact runs its native code, so the cache is
-//! trusted the way `ssh` (StrictModes) trusts `~/.ssh`: at engine creation the folder
-//! (created with mode 0700 when missing, resolved to its real path) must be owned by the
-//! current user and not writable by group or others, and every folder above it must be
-//! owned by root or the current user and not writable by group or others, unless it is
-//! sticky (like `/tmp`: others may add entries but not replace ours). Otherwise the cache
-//! is disabled for this engine (components are compiled in memory) and a warning names
-//! the folder and why ([`WasmEngine::cache_problem`]). Each file read from it (artifact,
-//! file-identity index, describe cache) must also be a regular file owned by the current
-//! user and not writable by group or others, or it is ignored. Files are written with
-//! mode 0600 to a temporary name and renamed into place, so a half-written artifact is
-//! never read. Off unix these ownership checks are not made (see docs/security).
-//!
-//! Over 700 lines because it holds the engine, the fallback engine and the whole compile
-//! cache, including the ownership checks that decide whether cached native code may be
-//! loaded. The cache (index, artifacts, describe results, trust checks) belongs in its own
-//! file (`cache.rs`); the split is pending, not a design choice.
+//! **Compile cache.** Compiled artifacts are kept on disk, keyed by the component's
+//! sha256 and the engine settings, next to a file-identity index and the `describe()`
+//! results; the folder and every file read from it must be private to the current user,
+//! because an artifact is native code. All of that lives in `cache.rs` (its module
+//! docs give the layout and the ownership rules); this file decides when the cache is
+//! consulted ([`WasmEngine::load_file`], [`WasmEngine::compile`]).
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -35,6 +19,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::bindings;
+use crate::cache::{prepare_cache_dir, read_index, write_atomically};
 use crate::error::{EngineError, PluginError};
 use crate::sandbox::HostState;
 
@@ -97,8 +82,10 @@ pub(crate) struct EngineInner {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
     pub(crate) options: EngineOptions,
-    config_key: String,
-    cache_dir: Option<PathBuf>,
+    /// Hash of the engine settings, part of every artifact's name.
+    pub(crate) config_key: String,
+    /// The compile cache folder in use (its real path), if any.
+    pub(crate) cache_dir: Option<PathBuf>,
     /// Why the configured cache folder is not used, when it is not.
     cache_problem: Option<String>,
     /// Paths no policy may grant besides the plugins folder and the cache (see
@@ -106,7 +93,7 @@ pub(crate) struct EngineInner {
     protected: std::sync::RwLock<Vec<PathBuf>>,
     /// The engine with concurrency support, for components that need it (created on
     /// first need; only when this engine has it off).
-    concurrent: std::sync::OnceLock<Result<WasmEngine, String>>,
+    concurrent: std::sync::OnceLock<Result<WasmEngine, EngineError>>,
 }
 
 /// The shared wasm engine. Cheap to clone.
@@ -182,7 +169,7 @@ impl WasmEngine {
                     tracing::warn!(
                         "compile cache disabled, compiling in memory: {why} (the cache holds native code, so it must be private to the current user)"
                     );
-                    (None, Some(why))
+                    (None, Some(why.to_string()))
                 }
             },
         };
@@ -389,7 +376,6 @@ impl WasmEngine {
                 concurrency_support: true,
                 ..self.inner.options.clone()
             })
-            .map_err(|e| e.to_string())
         });
         let Ok(concurrent) = concurrent else {
             return Err(first);
@@ -435,92 +421,6 @@ impl WasmEngine {
         }
         Ok(component)
     }
-
-    fn artifact_path(&self, digest: &str) -> Option<PathBuf> {
-        let dir = self.inner.cache_dir.as_ref()?;
-        Some(dir.join(format!("{digest}-{}.cwasm", self.inner.config_key)))
-    }
-
-    /// The cached artifact for this digest, if there is a usable one (an unusable one is
-    /// removed).
-    pub(crate) fn cached_artifact(&self, digest: &str) -> Option<Component> {
-        let file = self.artifact_path(digest)?;
-        if !file.is_file() {
-            return None;
-        }
-        if let Err(why) = private_file(&file) {
-            tracing::warn!(file = %file.display(), "ignoring cached artifact: {why}");
-            return None;
-        }
-        match deserialize_own_artifact(&self.inner.engine, &file) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                tracing::warn!(file = %file.display(), "ignoring unusable cached artifact: {e:#}");
-                let _ = std::fs::remove_file(&file);
-                None
-            }
-        }
-    }
-
-    /// The index file for `path` and the file's current identity stamp (unix only).
-    fn index_entry(&self, path: &Path, meta: &std::fs::Metadata) -> Option<(PathBuf, String)> {
-        let dir = self.inner.cache_dir.as_ref()?;
-        let stamp = file_stamp(meta)?;
-        let full = std::fs::canonicalize(path).ok()?;
-        let key = hex::encode(Sha256::digest(full.as_os_str().as_encoded_bytes()));
-        Some((dir.join("index").join(format!("{key}.txt")), stamp))
-    }
-
-    /// Cached `describe()` results of the component with this digest (written by this
-    /// version of the host), or `None`.
-    pub(crate) fn cached_describe<T: serde::de::DeserializeOwned>(
-        &self,
-        digest: &str,
-    ) -> Option<T> {
-        let file = self.describe_path(digest)?;
-        if !file.is_file() {
-            return None;
-        }
-        if let Err(why) = private_file(&file) {
-            tracing::warn!(file = %file.display(), "ignoring cached describe(): {why}");
-            return None;
-        }
-        let text = std::fs::read(&file).ok()?;
-        match serde_json::from_slice(&text) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                tracing::warn!(file = %file.display(), "ignoring unusable cached describe(): {e}");
-                let _ = std::fs::remove_file(&file);
-                None
-            }
-        }
-    }
-
-    /// Stores `describe()` results for the component with this digest.
-    pub(crate) fn store_describe<T: serde::Serialize>(&self, digest: &str, value: &T) {
-        let Some(file) = self.describe_path(digest) else {
-            return;
-        };
-        match serde_json::to_vec(value) {
-            Ok(bytes) => write_atomically(&file, &bytes),
-            Err(e) => tracing::warn!("cannot serialize describe() results: {e}"),
-        }
-    }
-
-    /// The describe cache file of a component digest (its tools, or why `describe()` was
-    /// refused), if the cache is in use.
-    pub fn describe_cache_file(&self, digest: &str) -> Option<PathBuf> {
-        self.describe_path(digest)
-    }
-
-    fn describe_path(&self, digest: &str) -> Option<PathBuf> {
-        let dir = self.inner.cache_dir.as_ref()?;
-        // `describe2`: the file holds the tools or the remembered refusal.
-        Some(dir.join(format!(
-            "{digest}-describe2-v{}.json",
-            env!("CARGO_PKG_VERSION")
-        )))
-    }
 }
 
 /// What [`WasmEngine::open_plugin`] found.
@@ -543,45 +443,6 @@ pub(crate) enum Opened<T> {
     },
 }
 
-/// A file's identity: device, inode, size, mtime and ctime in ns. `None` off unix.
-fn file_stamp(meta: &std::fs::Metadata) -> Option<String> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some(format!(
-            "v1 {} {} {} {}.{} {}.{}",
-            meta.dev(),
-            meta.ino(),
-            meta.len(),
-            meta.mtime(),
-            meta.mtime_nsec(),
-            meta.ctime(),
-            meta.ctime_nsec()
-        ))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        None
-    }
-}
-
-/// The digest recorded for `stamp` in an index file, if the stamp still matches.
-fn read_index(entry: &Path, stamp: &str) -> Option<String> {
-    // The index picks which cached artifact runs for a file: as trusted as the artifacts.
-    if !entry.is_file() {
-        return None;
-    }
-    if let Err(why) = private_file(entry) {
-        tracing::warn!(file = %entry.display(), "ignoring compile cache index entry: {why}");
-        return None;
-    }
-    let text = std::fs::read_to_string(entry).ok()?;
-    let (recorded, digest) = text.trim_end().rsplit_once(' ')?;
-    (recorded == stamp && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| digest.to_string())
-}
-
 /// Rejects garbage and core modules early, with a clear message.
 fn check_component_header(bytes: &[u8], name: &str) -> Result<(), PluginError> {
     let err = |detail: &str| PluginError::NotAComponent {
@@ -598,152 +459,4 @@ fn check_component_header(bytes: &[u8], name: &str) -> Result<(), PluginError> {
         [_, _, 1, 0] => Ok(()),
         _ => Err(err("unknown wasm binary version/layer")),
     }
-}
-
-/// Creates the cache folder (mode 0700) when missing and checks it may hold code (see
-/// the module docs). Returns its real path, or why it may not be used.
-fn prepare_cache_dir(dir: &Path) -> Result<PathBuf, String> {
-    let shown = dir.display();
-    create_private_dir(dir).map_err(|e| format!("cannot create {shown}: {e}"))?;
-    let real = std::fs::canonicalize(dir).map_err(|e| format!("cannot resolve {shown}: {e}"))?;
-    private_dir(&real)?;
-    // The file-identity index decides which artifact runs for a file: same rule.
-    let index = real.join("index");
-    create_private_dir(&index).map_err(|e| format!("cannot create {}: {e}", index.display()))?;
-    private_dir(&index)?;
-    Ok(real)
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut b = std::fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-    b.create(dir)
-}
-
-/// The effective user id of this process.
-#[cfg(unix)]
-fn current_uid() -> u32 {
-    rustix::process::geteuid().as_raw()
-}
-
-/// Checks that the (real) folder `dir` may hold code: owned by the current user, not
-/// writable by group or others; every folder above it owned by root or the current user
-/// and not writable by group or others unless sticky.
-#[cfg(unix)]
-fn private_dir(dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    let me = current_uid();
-    let meta = std::fs::symlink_metadata(dir)
-        .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
-    if !meta.is_dir() {
-        return Err(format!("{} is not a folder", dir.display()));
-    }
-    if meta.uid() != me {
-        return Err(format!(
-            "{} is owned by uid {}, not by the current user (uid {me})",
-            dir.display(),
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{} is writable by group or others (mode {:o})",
-            dir.display(),
-            meta.mode() & 0o7777
-        ));
-    }
-    for above in dir.ancestors().skip(1) {
-        let meta = std::fs::metadata(above)
-            .map_err(|e| format!("cannot inspect {}: {e}", above.display()))?;
-        if meta.uid() != me && meta.uid() != 0 {
-            return Err(format!(
-                "{}, a folder above {}, is owned by uid {} (neither root nor the current user)",
-                above.display(),
-                dir.display(),
-                meta.uid()
-            ));
-        }
-        let sticky = meta.mode() & 0o1000 != 0;
-        if meta.mode() & 0o022 != 0 && !sticky {
-            return Err(format!(
-                "{}, a folder above {}, is writable by group or others (mode {:o}) and not sticky",
-                above.display(),
-                dir.display(),
-                meta.mode() & 0o7777
-            ));
-        }
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn private_dir(_dir: &Path) -> Result<(), String> {
-    Ok(())
-}
-
-/// Checks that a cache file may be read as trusted: a regular file (not a symlink)
-/// owned by the current user, not writable by group or others.
-#[cfg(unix)]
-fn private_file(file: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::symlink_metadata(file).map_err(|e| format!("cannot inspect it: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    let me = current_uid();
-    if meta.uid() != me {
-        return Err(format!(
-            "owned by uid {}, not by the current user (uid {me})",
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "writable by group or others (mode {:o})",
-            meta.mode() & 0o7777
-        ));
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn private_file(_file: &Path) -> Result<(), String> {
-    Ok(())
-}
-
-fn write_atomically(file: &Path, bytes: &[u8]) {
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if let Some(parent) = file.parent() {
-        let _ = create_private_dir(parent);
-    }
-    let tmp = file.with_extension(format!("tmp{}-{seq}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut o = std::fs::OpenOptions::new();
-        o.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-        std::io::Write::write_all(&mut o.open(&tmp)?, bytes)?;
-        std::fs::rename(&tmp, file)
-    };
-    if let Err(e) = write() {
-        let _ = std::fs::remove_file(&tmp);
-        tracing::warn!(file = %file.display(), "cannot write the compile cache: {e}");
-    }
-}
-
-/// Loads an artifact from the host's own cache folder.
-#[allow(unsafe_code)]
-fn deserialize_own_artifact(engine: &Engine, file: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: `file` lives in the cache folder checked at engine creation to be owned by
-    // the current user and writable by nobody else, with every folder above it owned by
-    // root or the user (see `prepare_cache_dir`); the file itself was checked to be a
-    // regular file owned by the user and writable by nobody else (`private_file`). It has
-    // a name derived from the sha256 of the wasm and the engine settings; only
-    // `write_atomically` writes there, with bytes produced by `Component::serialize` of
-    // this same wasmtime version. wasmtime also checks the header (version, target,
-    // settings) before use.
-    unsafe { Component::deserialize_file(engine, file) }
 }

@@ -48,8 +48,9 @@ pub enum PolicyError {
     },
 }
 
-/// The engine could not be created.
-#[derive(Debug, Error)]
+/// The engine could not be created. Clonable, so a process-wide engine kept in a
+/// `OnceLock` can hand its creation error to every caller.
+#[derive(Debug, Clone, Error)]
 pub enum EngineError {
     /// wasmtime rejected the configuration.
     #[error("cannot create the wasm engine: {0}")]
@@ -134,7 +135,7 @@ pub enum PluginError {
         timeout: std::time::Duration,
     },
     /// `describe()` returned more than the host accepts (too many tools, a description,
-    /// schema, name or tag list over its cap; see `component::describe_limits`).
+    /// schema, name or tag list over its cap; see [`crate::describe::describe_limits`]).
     /// Remembered like [`PluginError::DescribeTimeout`].
     #[error("{path}: describe() output refused: {message}")]
     DescribeTooLarge {
@@ -152,6 +153,55 @@ pub enum PluginError {
         /// The check that failed.
         message: String,
     },
+    /// The file changed since the plugin was listed from the compile cache (its digest is
+    /// not the one that was described), so it cannot be linked on first use.
+    #[error("{path} changed since it was loaded; restart toolhost to load the new version")]
+    Changed {
+        /// The component file.
+        path: String,
+    },
+    /// A plugin listed from the compile cache could not be linked when first used or
+    /// warmed (the cached artifact went away and the file no longer compiles or links,
+    /// or it changed). The first attempt's error is kept, so every later use reports
+    /// the same cause; the message is the cause's.
+    #[error("{cause}")]
+    Link {
+        /// The component file.
+        path: String,
+        /// What the first attempt to link it met.
+        cause: std::sync::Arc<PluginError>,
+    },
+}
+
+/// The sandbox (`Store`) of one call could not be set up. Crate-internal: a tool call
+/// reports it as a failed call, `describe()` as [`PluginError::Describe`].
+#[derive(Debug, Error)]
+pub(crate) enum StoreError {
+    /// A granted folder could not be made a preopen (its held handle is gone, or the
+    /// folder was replaced since the plugin loaded).
+    #[error("{what} dir unavailable: {message}")]
+    DirUnavailable {
+        /// `read` or `write`.
+        what: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// WASI refused a granted folder as a preopen.
+    #[error("cannot open {what} dir {}: {message}", dir.display())]
+    OpenDir {
+        /// `read` or `write`.
+        what: &'static str,
+        /// The granted folder.
+        dir: std::path::PathBuf,
+        /// wasmtime's message.
+        message: String,
+    },
+    /// The fuel budget could not be set.
+    #[error("cannot set fuel: {message}")]
+    Fuel {
+        /// wasmtime's message.
+        message: String,
+    },
 }
 
 impl PluginError {
@@ -167,7 +217,9 @@ impl PluginError {
             | PluginError::Describe { path, .. }
             | PluginError::DescribeTimeout { path, .. }
             | PluginError::DescribeTooLarge { path, .. }
-            | PluginError::Definition { path, .. } => path,
+            | PluginError::Definition { path, .. }
+            | PluginError::Changed { path }
+            | PluginError::Link { path, .. } => path,
         }
     }
 }

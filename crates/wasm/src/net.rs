@@ -11,6 +11,54 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use thiserror::Error;
+
+/// Why a `network` entry is not a rule ([`NetRule::parse`]). A policy file reports it as
+/// ``policy FILE: `network` entry "TEXT": <this message>``.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum NetRuleError {
+    /// No `://`.
+    #[error("expected scheme://host[:port]")]
+    NoScheme,
+    /// A scheme other than `http` or `https`.
+    #[error("unsupported scheme {scheme:?} (use http or https)")]
+    UnsupportedScheme {
+        /// The scheme, lowercase.
+        scheme: String,
+    },
+    /// Nothing after the scheme, or a path, query, fragment or user information.
+    #[error("expected only scheme://host[:port], without path, query or user")]
+    NotJustAuthority,
+    /// A `*` anywhere but a leading `*.` (or a bare `*.`).
+    #[error("a wildcard may only be a leading `*.`")]
+    Wildcard,
+    /// The host is neither an IP literal nor a DNS name.
+    #[error(
+        "\"{}\" is not an IP address or a DNS name (letters, digits, `-`, `_`, non-empty \
+         dot-separated labels)",
+        host.escape_debug()
+    )]
+    BadHost {
+        /// The host, lowercase, without the wildcard.
+        host: String,
+    },
+    /// `[` without its `]`.
+    #[error("unclosed [ in IPv6 host")]
+    UnclosedBracket,
+    /// Something other than `:port` after a bracketed IPv6 host.
+    #[error("unexpected {after:?} after IPv6 host")]
+    AfterIpv6 {
+        /// What follows the `]`.
+        after: String,
+    },
+    /// The port is not a number from 0 to 65535.
+    #[error("bad port {port:?}")]
+    BadPort {
+        /// The port as written.
+        port: String,
+    },
+}
+
 /// One allowlist entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetRule {
@@ -34,23 +82,22 @@ fn default_port(scheme: &str) -> Option<u16> {
 
 impl NetRule {
     /// Parses `scheme://host[:port]` (no path, query or credentials).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let (scheme, rest) = text
-            .split_once("://")
-            .ok_or_else(|| "expected scheme://host[:port]".to_string())?;
+    pub fn parse(text: &str) -> Result<Self, NetRuleError> {
+        let (scheme, rest) = text.split_once("://").ok_or(NetRuleError::NoScheme)?;
         let scheme = scheme.to_ascii_lowercase();
-        let default = default_port(&scheme)
-            .ok_or_else(|| format!("unsupported scheme {scheme:?} (use http or https)"))?;
+        let Some(default) = default_port(&scheme) else {
+            return Err(NetRuleError::UnsupportedScheme { scheme });
+        };
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
-            return Err("expected only scheme://host[:port], without path, query or user".into());
+            return Err(NetRuleError::NotJustAuthority);
         }
         let (host, port) = split_host_port(rest)?;
         let host = normalize_host(&host).to_string();
         let port = port.unwrap_or(default);
         let wildcard_body = host.strip_prefix("*.").unwrap_or(&host);
         if wildcard_body.is_empty() || wildcard_body.contains('*') {
-            return Err("a wildcard may only be a leading `*.`".into());
+            return Err(NetRuleError::Wildcard);
         }
         check_host(wildcard_body)?;
         Ok(NetRule {
@@ -113,7 +160,7 @@ impl NetRule {
 /// labels of letters, digits, `-` and `_`, none empty, at most 63 bytes each and 253 in
 /// all. Anything else (control characters, empty labels, stray punctuation) could never
 /// match a request, or match one it should not, so it is refused at parse time.
-fn check_host(host: &str) -> Result<(), String> {
+fn check_host(host: &str) -> Result<(), NetRuleError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if bare.parse::<IpAddr>().is_ok() {
         return Ok(());
@@ -125,11 +172,9 @@ fn check_host(host: &str) -> Result<(), String> {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     };
     if host.len() > 253 || !host.split('.').all(label_ok) {
-        return Err(format!(
-            "\"{}\" is not an IP address or a DNS name (letters, digits, `-`, `_`, non-empty \
-             dot-separated labels)",
-            host.escape_debug()
-        ));
+        return Err(NetRuleError::BadHost {
+            host: host.to_string(),
+        });
     }
     Ok(())
 }
@@ -145,22 +190,28 @@ pub fn has_userinfo(authority: &str) -> bool {
     authority.contains('@')
 }
 
-fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
+fn split_host_port(s: &str) -> Result<(String, Option<u16>), NetRuleError> {
+    let parse_port = |p: &str| {
+        p.parse::<u16>().map_err(|_| NetRuleError::BadPort {
+            port: p.to_string(),
+        })
+    };
     let s = s.to_ascii_lowercase();
     if let Some(rest) = s.strip_prefix('[') {
-        let (h, after) = rest.split_once(']').ok_or("unclosed [ in IPv6 host")?;
+        let (h, after) = rest.split_once(']').ok_or(NetRuleError::UnclosedBracket)?;
         let port = match after.strip_prefix(':') {
-            Some(p) => Some(p.parse::<u16>().map_err(|_| format!("bad port {p:?}"))?),
+            Some(p) => Some(parse_port(p)?),
             None if after.is_empty() => None,
-            None => return Err(format!("unexpected {after:?} after IPv6 host")),
+            None => {
+                return Err(NetRuleError::AfterIpv6 {
+                    after: after.to_string(),
+                });
+            }
         };
         return Ok((format!("[{h}]"), port));
     }
     match s.rsplit_once(':') {
-        Some((h, p)) => Ok((
-            h.to_string(),
-            Some(p.parse::<u16>().map_err(|_| format!("bad port {p:?}"))?),
-        )),
+        Some((h, p)) => Ok((h.to_string(), Some(parse_port(p)?))),
         None => Ok((s, None)),
     }
 }
@@ -226,6 +277,33 @@ impl NetAllow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_errors_say_what_is_wrong() {
+        let msg = |t: &str| NetRule::parse(t).unwrap_err().to_string();
+        assert_eq!(msg("example.com"), "expected scheme://host[:port]");
+        assert_eq!(
+            msg("FTP://x"),
+            "unsupported scheme \"ftp\" (use http or https)"
+        );
+        assert_eq!(
+            msg("https://x.com/p"),
+            "expected only scheme://host[:port], without path, query or user"
+        );
+        assert_eq!(
+            msg("https://a.*.com"),
+            "a wildcard may only be a leading `*.`"
+        );
+        assert_eq!(
+            msg("https://a..b"),
+            "\"a..b\" is not an IP address or a DNS name (letters, digits, `-`, `_`, \
+             non-empty dot-separated labels)"
+        );
+        assert_eq!(msg("https://[::1"), "unclosed [ in IPv6 host");
+        assert_eq!(msg("https://[::1]x"), "unexpected \"x\" after IPv6 host");
+        assert_eq!(msg("https://x.com:99999"), "bad port \"99999\"");
+        assert_eq!(msg("https://[::1]:no"), "bad port \"no\"");
+    }
 
     #[test]
     fn hosts_that_are_neither_ips_nor_dns_names_are_refused() {

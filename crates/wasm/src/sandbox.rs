@@ -16,6 +16,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::capture::CappedPipe;
 use crate::dirs::HeldDirs;
+use crate::error::StoreError;
 use crate::grant::Grant;
 use crate::http_gate::HttpGate;
 use crate::limits::{MemoryLimiter, StopReason};
@@ -88,7 +89,7 @@ pub(crate) struct StateSpec<'a> {
 impl HostState {
     /// Builds the sandbox of one call. Fails if a granted folder could not be opened at
     /// load or was replaced since (see [`crate::dirs`]).
-    pub(crate) fn new(spec: StateSpec<'_>) -> Result<Self, String> {
+    pub(crate) fn new(spec: StateSpec<'_>) -> Result<Self, StoreError> {
         let g = spec.grant;
         let denials: Denials = Arc::new(Mutex::new(Vec::new()));
         let stdout = CappedPipe::new(spec.policy.output_bytes);
@@ -117,9 +118,13 @@ impl HostState {
                 let guest = dir.path().to_string_lossy().into_owned();
                 let host = dir
                     .preopen_path()
-                    .map_err(|e| format!("{what} dir unavailable: {e}"))?;
+                    .map_err(|message| StoreError::DirUnavailable { what, message })?;
                 b.preopened_dir(&host, guest, perms)
-                    .map_err(|e| format!("cannot open {what} dir {}: {e}", dir.path().display()))?;
+                    .map_err(|e| StoreError::OpenDir {
+                        what,
+                        dir: dir.path().to_path_buf(),
+                        message: e.to_string(),
+                    })?;
             }
         }
         let allow = NetAllow::new(g.network.clone());

@@ -21,7 +21,7 @@ pub struct InspectArgs {
 
 /// Runs `toolhost inspect`.
 pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let engine = toolhost::loader::wasm_engine().map_err(anyhow::Error::msg)?;
+    let engine = toolhost::loader::wasm_engine()?;
     let plugin = toolhost::wasm::Plugin::load(&engine, &args.file)
         .await
         .with_context(|| format!("cannot load {}", args.file.display()))?;

@@ -125,9 +125,7 @@ async fn stage(dir: &Path, name: &str, fetched: &Fetched) -> anyhow::Result<Stag
         Some(text) => Policy::parse_protected(
             text,
             &final_toml,
-            &toolhost::loader::wasm_engine()
-                .map_err(anyhow::Error::msg)?
-                .protected_paths(),
+            &toolhost::loader::wasm_engine()?.protected_paths(),
         )
         .map_err(|e| anyhow::anyhow!("request check failed: {e}"))?,
         None => Policy::default(),

@@ -212,6 +212,13 @@ async fn compile_cache_is_reused_and_never_trusted_blindly() {
     let err = run(&p5, "list_dir", json!({"path": "/"})).await.err();
     let err = err.map(|e| e.to_string()).unwrap_or_default();
     assert!(err.contains("changed since it was loaded"), "{err}");
+    // The failure is kept: warming reports the same cause, typed.
+    match p5.warm() {
+        Err(PluginError::Link { cause, .. }) => {
+            assert!(matches!(*cause, PluginError::Changed { .. }), "{cause}")
+        }
+        other => panic!("expected a link error, got {other:?}"),
+    }
 }
 
 /// A component that uses a component-model `async` builtin (`context.get`) cannot compile

@@ -1,0 +1,258 @@
+//! [`WasmTool`]: one tool a component described, an ordinary [`BaseTool`]. Every call
+//! ([`WasmTool::run`]) gets a fresh `Store` and instance (see [`crate::store`]), so calls
+//! share no state; the result is turned into a [`ToolOutput`], capped at
+//! [`MAX_CANONICAL_BYTES`].
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use toolhost_core::tools::{
+    BaseTool, Permission, ToolContext, ToolError, ToolMetadata, ToolOutput, ToolSource,
+    truncate_render,
+};
+
+use crate::bindings;
+use crate::component::PluginInner;
+use crate::describe::ToolSpec;
+use crate::grant::Grant;
+use crate::limits::map_trap;
+use crate::policy::Policy;
+use crate::store::{CallSpec, facts, new_store};
+
+/// Largest canonical JSON a call may return, bytes. Bigger results are truncated (the
+/// canonical value becomes the truncated text) rather than failing the call.
+pub const MAX_CANONICAL_BYTES: usize = 1 << 20;
+
+/// One tool of a component. Implements [`BaseTool`]; goes into the `ToolRegistry` like
+/// any other tool.
+#[derive(Clone)]
+pub struct WasmTool {
+    /// The component it belongs to.
+    pub(crate) plugin: Arc<PluginInner>,
+    /// The name the component knows the tool by (passed to its `call`).
+    pub(crate) guest_name: Arc<str>,
+    /// The name in the registry: the described name, or `plugin__tool` when another
+    /// plugin describes a tool of the same name (see [`crate::loader`]).
+    pub(crate) registered: Arc<str>,
+    /// The tool as described.
+    pub(crate) spec: ToolSpec,
+    /// The effective grant (declared ∩ policy).
+    pub(crate) grant: Grant,
+    /// Set by [`Plugin::refuse_tools`](crate::Plugin::refuse_tools): every call is
+    /// refused with this message.
+    pub(crate) refusal: Option<String>,
+}
+
+impl std::fmt::Debug for WasmTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmTool")
+            .field("name", &self.registered)
+            .field("plugin", &self.plugin.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WasmTool {
+    /// The same tool under another registry name (the component still gets its own name).
+    pub(crate) fn renamed(&self, registered: String) -> WasmTool {
+        WasmTool {
+            plugin: self.plugin.clone(),
+            guest_name: self.guest_name.clone(),
+            registered: Arc::from(registered),
+            spec: self.spec.clone(),
+            grant: self.grant.clone(),
+            refusal: self.refusal.clone(),
+        }
+    }
+
+    /// The name the tool is registered under (the described name, or `plugin__tool`).
+    pub fn registry_name(&self) -> &str {
+        &self.registered
+    }
+
+    /// The name of the plugin (the component file's stem).
+    pub fn plugin_name(&self) -> &str {
+        &self.plugin.name
+    }
+
+    /// The tool as described by the component.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The effective grant (declared ∩ policy).
+    pub fn grant(&self) -> &Grant {
+        &self.grant
+    }
+
+    /// The component file.
+    pub fn path(&self) -> &Path {
+        &self.plugin.path
+    }
+
+    /// The policy of the component.
+    pub fn policy(&self) -> &Policy {
+        &self.plugin.policy
+    }
+
+    /// Runs the tool once, in a fresh sandbox.
+    pub async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if let Some(msg) = &self.refusal {
+            return Err(ToolError::PermissionDenied(
+                self.registered.to_string(),
+                msg.clone(),
+            ));
+        }
+        let policy = &self.plugin.policy;
+        let timeout = policy.timeout;
+        // Errors speak of the registry name (what the caller used); the component gets
+        // the name it described.
+        let name = &*self.registered;
+        let guest_name = &*self.guest_name;
+        let declared_network = self.spec.permissions.contains(&Permission::Network);
+        let pre = &self
+            .plugin
+            .linked()
+            .map_err(|e| ToolError::failed(name, format!("the plugin cannot be loaded: {e}")))?
+            .pre;
+        let mut store = new_store(
+            &self.plugin,
+            CallSpec {
+                grant: &self.grant,
+                declared_network,
+                ctx: Some(ctx.clone()),
+                tool: name,
+                timeout,
+                fuel: policy.fuel,
+            },
+        )
+        .map_err(|e| ToolError::failed(name, e.to_string()))?;
+        let wit_ctx = bindings::CallContext {
+            session_id: ctx.session_id().to_string(),
+            trace_id: ctx.trace_id().to_string(),
+            call_id: ctx.call_id().to_string(),
+        };
+        let args_text = args.to_string();
+        let run = async {
+            let inst = pre.instantiate_async(&mut store).await?;
+            inst.call_call(&mut store, guest_name, &args_text, &wit_ctx)
+                .await
+        };
+        // The epoch callback stops running wasm; this stops a guest blocked in host I/O
+        // (a slow server, a pollable that never fires), where no wasm runs to be checked.
+        let outcome = tokio::select! {
+            r = run => Some(r),
+            () = tokio::time::sleep(timeout) => None,
+            () = ctx.cancellation_token().cancelled() => {
+                return Err(ToolError::Cancelled(name.to_string()));
+            }
+        };
+        let Some(res) = outcome else {
+            store.data().flush_output();
+            return Err(ToolError::Timeout(name.to_string(), timeout));
+        };
+        store.data().flush_output();
+        let denials = store.data().denials();
+        let with_denials = |msg: String| {
+            if denials.is_empty() {
+                msg
+            } else {
+                format!("{msg} (host: {})", denials.join("; "))
+            }
+        };
+        match res {
+            Err(e) => Err(map_trap(
+                name,
+                &e,
+                facts(
+                    &store,
+                    timeout,
+                    policy.fuel,
+                    self.plugin.engine.options().max_wasm_stack,
+                ),
+            )),
+            Ok(Err(guest)) => Err(match guest {
+                bindings::ToolError::InvalidArguments(m) => ToolError::invalid_args(name, m),
+                bindings::ToolError::ExecutionFailed(m) => ToolError::failed(name, with_denials(m)),
+                bindings::ToolError::Denied(m) => ToolError::PermissionDenied(
+                    name.to_string(),
+                    format!("was refused: {}", with_denials(m)),
+                ),
+            }),
+            Ok(Ok(out)) => Ok(to_output(name, out)),
+        }
+    }
+}
+
+/// The guest's output as a [`ToolOutput`]: `canonical` parsed as JSON when it is (kept
+/// as text otherwise), both parts truncated at [`MAX_CANONICAL_BYTES`].
+fn to_output(name: &str, out: bindings::ToolOutput) -> ToolOutput {
+    if out.canonical.len() > MAX_CANONICAL_BYTES {
+        let (text, _) = truncate_render(&out.canonical, MAX_CANONICAL_BYTES);
+        tracing::warn!(
+            tool = name,
+            bytes = out.canonical.len(),
+            "result over {MAX_CANONICAL_BYTES} bytes truncated"
+        );
+        let render = match out.render {
+            Some(r) => truncate_render(&r, MAX_CANONICAL_BYTES).0,
+            None => text.clone(),
+        };
+        return ToolOutput::new(Value::String(text), render);
+    }
+    let canonical = match serde_json::from_str::<Value>(&out.canonical) {
+        Ok(v) => v,
+        // Not JSON: keep the text rather than fail the call.
+        Err(_) => Value::String(out.canonical),
+    };
+    match out.render {
+        Some(r) => {
+            let r = if r.len() > MAX_CANONICAL_BYTES {
+                truncate_render(&r, MAX_CANONICAL_BYTES).0
+            } else {
+                r
+            };
+            ToolOutput::new(canonical, r)
+        }
+        None => ToolOutput::json(canonical),
+    }
+}
+
+#[async_trait]
+impl BaseTool for WasmTool {
+    fn name(&self) -> &str {
+        &self.registered
+    }
+
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.spec.parameters.clone()
+    }
+
+    fn required_permissions(&self) -> Vec<Permission> {
+        self.spec.permissions.clone()
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata {
+            tags: self.spec.tags.clone(),
+            category: self.plugin.name.to_string(),
+            source: ToolSource::Wasm {
+                path: self.plugin.path.display().to_string(),
+            },
+            version: None,
+            // The sandbox's own deadline fires first and says which limit stopped the call.
+            timeout: Some(self.plugin.policy.timeout + Duration::from_secs(2)),
+        }
+    }
+
+    async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.run(&args, ctx).await
+    }
+}
