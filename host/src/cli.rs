@@ -15,6 +15,7 @@ pub mod list;
 pub mod lock;
 pub mod mcp_trust;
 pub mod new;
+pub mod progress;
 pub mod publish;
 pub mod remove;
 pub mod serve;

@@ -1,9 +1,12 @@
 //! Wiring: builds a [`ToolRegistry`] from a plugins folder and a host config.
 //!
 //! `load_plugins` loads the plugins folder under the operator's lock (see [`crate::trust`]);
-//! `connect_mcp` connects the configured MCP servers.
+//! `connect_mcp` connects the configured MCP servers. [`LoadEvent`]s report the progress
+//! of a folder load (which component is compiling, how many of how many are done), for a
+//! progress bar or logs.
 
 use std::path::Path;
+use std::time::Duration;
 
 use crate::config::HostConfig;
 use crate::tools::ToolRegistry;
@@ -15,6 +18,65 @@ pub struct LoadProblem {
     pub source: String,
     /// What went wrong.
     pub message: String,
+}
+
+/// A plugin load that takes longer than this is reported as compiling
+/// ([`LoadEvent::Compiling`]): a load from the compile cache takes milliseconds.
+pub const SLOW_LOAD: Duration = Duration::from_secs(1);
+
+/// The progress of loading a plugins folder, in the order it happens.
+#[derive(Debug, Clone, Copy)]
+pub enum LoadEvent<'a> {
+    /// Loading starts: `total` component files.
+    Started {
+        /// The number of component files.
+        total: usize,
+    },
+    /// A component has been loading for [`SLOW_LOAD`]: it is being compiled.
+    Compiling {
+        /// The plugin name (file stem).
+        name: &'a str,
+        /// The file's size, bytes.
+        bytes: u64,
+    },
+    /// A component is loaded (or failed to); `done` of `total` are.
+    Finished {
+        /// The plugin name (file stem).
+        name: &'a str,
+        /// How long it took.
+        elapsed: Duration,
+        /// Whether it was reported as compiling.
+        slow: bool,
+        /// Components finished so far.
+        done: usize,
+        /// The number of component files.
+        total: usize,
+    },
+    /// Every component is loaded and registered.
+    Done,
+}
+
+/// Receives [`LoadEvent`]s (called from the loading task, never concurrently).
+pub trait LoadProgress: Send + Sync {
+    /// One event.
+    fn event(&self, event: &LoadEvent<'_>);
+}
+
+/// A [`LoadProgress`] that ignores every event.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl LoadProgress for NoProgress {
+    fn event(&self, _event: &LoadEvent<'_>) {}
+}
+
+/// `12.3 MB` or `640 kB`: a file size for messages.
+pub fn human_bytes(bytes: u64) -> String {
+    if bytes >= 1_000_000 {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    } else {
+        format!("{} kB", bytes.div_ceil(1000))
+    }
 }
 
 /// Loads every plugin of `dir` into `registry` under the lock of `dir` with the default

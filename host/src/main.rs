@@ -26,7 +26,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli.run()) {
+    let result = runtime.block_on(cli.run());
+    // The command is done: blocking work still running (a component `serve` is compiling
+    // for a client that has gone, the warm-up linking after a load) must not keep the
+    // process alive, which dropping the runtime would (it waits for blocking tasks).
+    runtime.shutdown_background();
+    match result {
         Ok(code) => code,
         Err(e) => {
             // Errors can quote a plugin's or a server's words: escape them.

@@ -10,16 +10,22 @@
 //!   without capability (their tools that would need one refuse with the command that
 //!   approves them) or not at all (`require_approval = "all"`); changed tool definitions
 //!   are withheld; a held plugin offers nothing; a compatible update is recorded.
+//!   Components compile in parallel; registration and the lock bookkeeping stay in file
+//!   order ([`load_plugins_with`]).
 //! - [`Candidate`]: a plugin file as `approve`/`install` show it before writing the lock.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use toolhost_trust::{DefStore, Diff, Grant, Lock, PluginEntry, ToolDef, TrustOptions, evaluate};
 
 pub use toolhost_trust::{TrustState, clean};
 
 use crate::config::TrustConfig;
-use crate::loader::{LoadProblem, plugin_problem, wasm_engine};
+use crate::loader::{
+    LoadEvent, LoadProblem, LoadProgress, NoProgress, SLOW_LOAD, human_bytes, plugin_problem,
+    wasm_engine,
+};
 use crate::tools::ToolRegistry;
 use crate::wasm::{Plugin, Policy, ToolSpec, WasmEngine};
 
@@ -155,11 +161,31 @@ pub struct PluginTrust {
 /// Loads every plugin of `dir` into `registry` under the lock of `dir`. Returns what was
 /// decided per plugin and the problems met (bad plugins, a bad lock); good plugins load
 /// regardless. An unreadable lock counts as empty (every plugin unapproved), never as
-/// approval.
+/// approval. See [`load_plugins_with`].
 pub async fn load_plugins(
     registry: &ToolRegistry,
     dir: &Path,
     cfg: &TrustConfig,
+) -> (Vec<PluginTrust>, Vec<LoadProblem>) {
+    load_plugins_with(registry, dir, cfg, &NoProgress).await
+}
+
+/// [`load_plugins`], reporting its progress to `progress`.
+///
+/// **Parallel, yet deterministic.** Each component is compiled, described and evaluated
+/// against the lock on a blocking thread, at most [`std::thread::available_parallelism`]
+/// at a time. Everything that depends on order stays sequential, in file-name order:
+/// registering (a tool name already registered makes the later plugin's tool
+/// `plugin__tool`, so the first plugin by file name keeps the plain name, as before),
+/// recording compatible updates in the lock, and the problems list. A plugin is
+/// registered as soon as it and every plugin before it in that order are done, so the
+/// registry fills up while later (larger) components still compile, and the outcome never
+/// depends on which compile finishes first. The lock is written once, at the end.
+pub async fn load_plugins_with(
+    registry: &ToolRegistry,
+    dir: &Path,
+    cfg: &TrustConfig,
+    progress: &dyn LoadProgress,
 ) -> (Vec<PluginTrust>, Vec<LoadProblem>) {
     let mut problems = Vec::new();
     let engine = match wasm_engine() {
@@ -189,25 +215,64 @@ pub async fn load_plugins(
     };
     let lock_ok = problems.is_empty();
     let opts = cfg.options();
+    progress.event(&LoadEvent::Started { total: files.len() });
+    let mut jobs = Jobs::new(files.len());
     let mut reports = Vec::new();
     let mut loaded = Vec::new();
     let mut dirty = false;
-    for path in files {
-        let name = plugin_name(&path);
-        match load_one(&engine, registry, dir, &path, &name, &lock, opts).await {
-            Ok((report, plugin)) => {
-                if let TrustState::Updated { digest } = &report.state
-                    && let Some(e) = lock.plugins.get_mut(&name)
-                {
-                    tracing::info!(plugin = %name, "compatible update accepted: {digest}");
-                    e.digest = digest.clone();
-                    e.signer = None;
-                    dirty = true;
+    let mut next_job = 0;
+    let mut next_register = 0;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while next_register < files.len() {
+        while next_job < files.len() && jobs.running.len() < jobs.limit {
+            let path = files[next_job].clone();
+            let name = plugin_name(&path);
+            let job = PrepareJob {
+                engine: engine.clone(),
+                dir: dir.to_path_buf(),
+                entry: lock.plugins.get(&name).cloned(),
+                path,
+                name,
+                opts,
+            };
+            jobs.spawn(next_job, job);
+            next_job += 1;
+        }
+        tokio::select! {
+            Some(joined) = jobs.set.join_next_with_id() => {
+                let (r, outcome) = jobs.finished(joined);
+                progress.event(&LoadEvent::Finished {
+                    name: &r.name,
+                    elapsed: r.elapsed,
+                    slow: r.slow,
+                    done: jobs.done,
+                    total: files.len(),
+                });
+                if let Some(slot) = jobs.results.get_mut(r.index) {
+                    *slot = Some(outcome);
                 }
-                loaded.extend(plugin);
-                reports.push(report);
             }
-            Err(p) => problems.push(p),
+            _ = tick.tick() => jobs.report_slow(progress),
+        }
+        // Register the finished prefix, in file order.
+        while let Some(Some(outcome)) = jobs.results.get_mut(next_register).map(Option::take) {
+            next_register += 1;
+            match outcome.and_then(|p| register_prepared(registry, p)) {
+                Ok((report, plugin)) => {
+                    if let TrustState::Updated { digest } = &report.state
+                        && let Some(e) = lock.plugins.get_mut(&report.name)
+                    {
+                        tracing::info!(plugin = %report.name, "compatible update accepted: {digest}");
+                        e.digest = digest.clone();
+                        e.signer = None;
+                        dirty = true;
+                    }
+                    loaded.extend(plugin);
+                    reports.push(report);
+                }
+                Err(p) => problems.push(p),
+            }
         }
     }
     if dirty
@@ -219,6 +284,7 @@ pub async fn load_plugins(
             message: e.to_string(),
         });
     }
+    progress.event(&LoadEvent::Done);
     // Plugins listed from the compile cache are linked on first use; link them now on a
     // blocking thread so the first call does not wait for it, while the host is already
     // answering (`tools/list` needs no linked component).
@@ -232,6 +298,132 @@ pub async fn load_plugins(
         });
     }
     (reports, problems)
+}
+
+/// What one plugin's load decided, before registration: the report, and the plugin to
+/// register (`None`: nothing is offered).
+type Prepared = (PluginTrust, Option<Plugin>);
+
+/// The order-independent part of loading one plugin, run on a blocking thread.
+struct PrepareJob {
+    engine: WasmEngine,
+    dir: PathBuf,
+    path: PathBuf,
+    name: String,
+    entry: Option<PluginEntry>,
+    opts: TrustOptions,
+}
+
+/// A job in flight: which file, since when, whether it was reported as compiling.
+struct Running {
+    index: usize,
+    name: String,
+    bytes: u64,
+    started: std::time::Instant,
+    slow: bool,
+}
+
+/// A finished job: which file, how long it took, whether it was reported as compiling.
+struct Finished {
+    index: usize,
+    name: String,
+    elapsed: Duration,
+    slow: bool,
+}
+
+/// The jobs of one folder load: at most `limit` running, results by file index.
+struct Jobs {
+    limit: usize,
+    set: tokio::task::JoinSet<Result<Prepared, LoadProblem>>,
+    running: std::collections::HashMap<tokio::task::Id, Running>,
+    results: Vec<Option<Result<Prepared, LoadProblem>>>,
+    done: usize,
+}
+
+impl Jobs {
+    fn new(n: usize) -> Jobs {
+        Jobs {
+            limit: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            set: tokio::task::JoinSet::new(),
+            running: std::collections::HashMap::new(),
+            results: (0..n).map(|_| None).collect(),
+            done: 0,
+        }
+    }
+
+    /// Runs `job` on a blocking thread. The load itself is async (`describe()` runs the
+    /// guest under a timer) but compiles synchronously, so it is driven by `block_on`
+    /// there: the runtime's own threads stay free to serve requests meanwhile.
+    fn spawn(&mut self, index: usize, job: PrepareJob) {
+        let bytes = std::fs::metadata(&job.path).map_or(0, |m| m.len());
+        let name = job.name.clone();
+        let handle = tokio::runtime::Handle::current();
+        let abort = self
+            .set
+            .spawn_blocking(move || handle.block_on(prepare_one(job)));
+        self.running.insert(
+            abort.id(),
+            Running {
+                index,
+                name,
+                bytes,
+                started: std::time::Instant::now(),
+                slow: false,
+            },
+        );
+    }
+
+    /// Books a joined job: which file it was, and its outcome (a panic becomes a problem).
+    fn finished(
+        &mut self,
+        joined: Result<(tokio::task::Id, Result<Prepared, LoadProblem>), tokio::task::JoinError>,
+    ) -> (Finished, Result<Prepared, LoadProblem>) {
+        let (id, outcome) = match joined {
+            Ok((id, outcome)) => (id, Ok(outcome)),
+            Err(e) => (e.id(), Err(e)),
+        };
+        self.done += 1;
+        // Every spawned task is in `running` until it is joined, which happens once.
+        let r = self.running.remove(&id);
+        let (index, name, elapsed, slow) = match r {
+            Some(r) => (r.index, r.name, r.started.elapsed(), r.slow),
+            None => (usize::MAX, String::new(), Duration::ZERO, false),
+        };
+        if slow {
+            tracing::info!(plugin = %name, "compiled {name}.wasm in {:.1} s", elapsed.as_secs_f64());
+        }
+        let outcome = outcome.unwrap_or_else(|e| {
+            Err(LoadProblem {
+                source: name.clone(),
+                message: format!("loading {name}.wasm failed: {e}"),
+            })
+        });
+        let f = Finished {
+            index,
+            name,
+            elapsed,
+            slow,
+        };
+        (f, outcome)
+    }
+
+    /// Reports the jobs that have been running for [`SLOW_LOAD`] (once each).
+    fn report_slow(&mut self, progress: &dyn LoadProgress) {
+        let mut slow: Vec<&mut Running> = self
+            .running
+            .values_mut()
+            .filter(|r| !r.slow && r.started.elapsed() >= SLOW_LOAD)
+            .collect();
+        slow.sort_by_key(|r| r.index);
+        for r in slow {
+            r.slow = true;
+            tracing::info!(plugin = %r.name, "compiling {}.wasm ({})", r.name, human_bytes(r.bytes));
+            progress.event(&LoadEvent::Compiling {
+                name: &r.name,
+                bytes: r.bytes,
+            });
+        }
+    }
 }
 
 /// The plugin name of a component file (its stem).
@@ -248,16 +440,19 @@ fn policy_problem(path: &Path, e: crate::wasm::PolicyError) -> LoadProblem {
     }
 }
 
-async fn load_one(
-    engine: &WasmEngine,
-    registry: &ToolRegistry,
-    dir: &Path,
-    path: &Path,
-    name: &str,
-    lock: &Lock,
-    opts: TrustOptions,
-) -> Result<(PluginTrust, Option<Plugin>), LoadProblem> {
-    let entry = lock.plugins.get(name);
+/// Loads one plugin and decides what it offers, without touching the registry or the
+/// lock: compile and describe with no capability, evaluate against the lock entry, and
+/// for an approved plugin load again with the approved grant.
+async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
+    let PrepareJob {
+        engine,
+        dir,
+        path,
+        name,
+        entry,
+        opts,
+    } = job;
+    let (engine, dir, path, name, entry) = (&engine, &dir, &path, &name, entry.as_ref());
     let mut report = PluginTrust {
         name: name.to_string(),
         path: path.to_path_buf(),
@@ -316,6 +511,18 @@ async fn load_one(
                 .collect();
         }
     }
+    Ok((report, Some(plugin)))
+}
+
+/// Registers a prepared plugin (in file order; see [`load_plugins_with`]). A plugin that
+/// offers nothing is only reported.
+fn register_prepared(
+    registry: &ToolRegistry,
+    (mut report, plugin): Prepared,
+) -> Result<Prepared, LoadProblem> {
+    let Some(plugin) = plugin else {
+        return Ok((report, None));
+    };
     crate::wasm::loader::register_plugin(registry, &plugin).map_err(|e| plugin_problem(&e))?;
     report.loaded = !plugin.tools().is_empty();
     Ok((report, Some(plugin)))

@@ -112,8 +112,15 @@ fn call_env(cmd: &mut std::process::Command) {
     } else {
         "add"
     };
+    // serve loads its tools in the background: the client lists until they are there.
+    let wait = if plugins().is_some() {
+        "shout,py__add,add"
+    } else {
+        "shout,add"
+    };
     cmd.env("CALL_TOOL", py_add)
-        .env("CALL_ARGS", r#"{"a": 40, "b": 2}"#);
+        .env("CALL_ARGS", r#"{"a": 40, "b": 2}"#)
+        .env("WAIT_FOR_TOOLS", wait);
     if plugins().is_some() {
         cmd.env("CALL_TOOL2", "add")
             .env("CALL_ARGS2", r#"{"x": 40, "y": 2}"#);

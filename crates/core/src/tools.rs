@@ -32,8 +32,8 @@ pub use permission::{
     PermissionConfig, RiskLevel, ServedHints, StaticApprover,
 };
 pub use registry::{
-    Registration, RegistrationGuard, ToolCall, ToolEntry, ToolInvocation, ToolRegistry, ToolStats,
-    is_valid_tool_name,
+    LoadingGuard, Registration, RegistrationGuard, ToolCall, ToolEntry, ToolInvocation,
+    ToolRegistry, ToolStats, is_valid_tool_name,
 };
 pub use render::{DEFAULT_MAX_TOOL_RESULT_BYTES, truncate_render};
 pub use typed::{DynamicTool, DynamicToolBuilder, Tool, TypedTool, schema_for};

@@ -13,7 +13,10 @@
 //!   `ToolContext`.
 //! - `notifications/tools/list_changed` whenever the registry changes: on legacy
 //!   (`initialize`) sessions directly, on `2026-07-28` sessions through
-//!   `subscriptions/listen`.
+//!   `subscriptions/listen`. A change between the `initialize` answer and the client's
+//!   `notifications/initialized` (tools loading in the background) is announced too.
+//! - `tools/call` of a tool the registry is still loading waits for it (the registry's
+//!   pending loads, `ToolRegistry::begin_loading`).
 //! - HTTP binds loopback by default ([`McpServer::serve_http`] refuses other addresses unless told),
 //!   and validates `Host` (loopback names only) and `Origin` (loopback origins only; requests
 //!   without `Origin` pass, as non-browser clients send none).
@@ -37,8 +40,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -63,6 +67,25 @@ pub struct McpServer {
     name: String,
     version: String,
     instructions: Option<String>,
+    /// The state of the session this instance serves (a fresh one per HTTP session).
+    session: Arc<Session>,
+}
+
+/// Per-session state.
+#[derive(Debug)]
+struct Session {
+    /// The registry's change generation when `initialize` was answered (`u64::MAX`
+    /// before). The client's view is at least that old: if the registry changed since
+    /// (tools still loading in the background), `on_initialized` says so at once.
+    initialized_at: std::sync::atomic::AtomicU64,
+}
+
+impl Session {
+    fn new() -> Arc<Session> {
+        Arc::new(Session {
+            initialized_at: std::sync::atomic::AtomicU64::new(u64::MAX),
+        })
+    }
 }
 
 impl McpServer {
@@ -74,6 +97,15 @@ impl McpServer {
             name: "toolhost".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
+            session: Session::new(),
+        }
+    }
+
+    /// A copy for a new session: same registry and identity, its own session state.
+    pub(crate) fn for_session(&self) -> Self {
+        Self {
+            session: Session::new(),
+            ..self.clone()
         }
     }
 
@@ -201,12 +233,36 @@ impl ServerHandler for McpServer {
         Ok(CallToolResponse::Complete(result))
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let generation = *self.registry.watch_changes().borrow();
+        self.session
+            .initialized_at
+            .store(generation, std::sync::atomic::Ordering::SeqCst);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // Legacy (initialize) session: push list_changed on this peer.
+        // Legacy (initialize) session: push list_changed on this peer, for every change
+        // after the `initialize` answer. Tools loading in the background may have been
+        // registered before this notification arrived (a `tools/list` sent meanwhile may
+        // or may not have seen them): then one list_changed goes out at once.
         let peer = context.peer.clone();
         let mut rx = self.registry.watch_changes();
-        rx.borrow_and_update();
+        let now = *rx.borrow_and_update();
+        let at_init = self
+            .session
+            .initialized_at
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let missed = at_init != u64::MAX && at_init != now;
         tokio::spawn(async move {
+            if missed && peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
             loop {
                 tokio::select! {
                     r = rx.changed() => if r.is_err() { break },

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use toolhost::config::HostConfig;
-use toolhost::loader::LoadProblem;
+use toolhost::loader::{LoadProblem, LoadProgress};
 use toolhost::tools::ToolRegistry;
 use toolhost::trust::{
-    McpWithheld, PluginTrust, TrustState, approve_hint, clean, connect_mcp, load_plugins,
+    McpWithheld, PluginTrust, TrustState, approve_hint, clean, connect_mcp, load_plugins_with,
 };
 use toolhost_trust::{Lock, McpToolState};
 
@@ -52,23 +52,40 @@ pub struct TrustReport {
 }
 
 /// [`build_registry`], also returning the trust decisions. Held plugins and withheld
-/// tools are warned about with the command that approves them.
+/// tools are warned about with the command that approves them. Loads everything before
+/// it returns, with a progress bar on a terminal when compiling takes a while.
 pub async fn build_registry_with_trust(
     args: &HostArgs,
 ) -> anyhow::Result<(ToolRegistry, Vec<LoadProblem>, TrustReport)> {
     let config = load_config(args)?;
     let registry = ToolRegistry::new();
-    let dir = plugins_dir(args, &config);
+    let progress = super::progress::Bar::for_stderr();
+    let (problems, report) = load_all(&registry, args, &config, &progress).await;
+    Ok((registry, problems, report))
+}
+
+/// Loads the plugins folder (under the lock, see [`load_plugins_with`]) and then the
+/// config's MCP servers into `registry`, and prints the warnings: problems with single
+/// plugins or servers, held plugins, withheld tools (with the command that approves
+/// them). Plugins come first, so a plugin keeps a tool name an MCP server also offers
+/// (the server's tool becomes `server__tool`), whatever finishes first.
+pub async fn load_all(
+    registry: &ToolRegistry,
+    args: &HostArgs,
+    config: &HostConfig,
+    progress: &dyn LoadProgress,
+) -> (Vec<LoadProblem>, TrustReport) {
+    let dir = plugins_dir(args, config);
     // No plugin policy may grant the config file's folder (nor one above it): a plugin
     // that could write `toolhost.toml` could add MCP servers, i.e. run commands. Protected
     // even when the file does not exist yet, for that same reason.
     if let Ok(engine) = toolhost::loader::wasm_engine() {
         engine.protect_path(&std::path::absolute(&args.config).unwrap_or(args.config.clone()));
     }
-    let (plugins, mut problems) = load_plugins(&registry, &dir, &config.trust).await;
+    let (plugins, mut problems) = load_plugins_with(registry, &dir, &config.trust, progress).await;
     // A bad lock was reported by load_plugins; MCP tools then have no pins.
     let lock = Lock::load(&Lock::path_in(&dir)).unwrap_or_default();
-    let (mcp, mcp_problems) = connect_mcp(&registry, &config, &lock).await;
+    let (mcp, mcp_problems) = connect_mcp(registry, config, &lock).await;
     problems.extend(mcp_problems);
     for p in &problems {
         eprintln!(
@@ -109,7 +126,7 @@ pub async fn build_registry_with_trust(
             approve_hint(&format!("mcp:{}", w.server), &dir)
         );
     }
-    Ok((registry, problems, TrustReport { plugins, mcp }))
+    (problems, TrustReport { plugins, mcp })
 }
 
 /// Checks a plugin name given on the command line: a file stem, no path.

@@ -22,9 +22,14 @@ pub struct InspectArgs {
 /// Runs `toolhost inspect`.
 pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let engine = toolhost::loader::wasm_engine()?;
-    let plugin = toolhost::wasm::Plugin::load(&engine, &args.file)
-        .await
-        .with_context(|| format!("cannot load {}", args.file.display()))?;
+    let progress = super::progress::Bar::for_stderr();
+    let file = args.file.clone();
+    let plugin = super::progress::load_one(&progress, &args.file, async move {
+        toolhost::wasm::Plugin::load(&engine, &file).await
+    })
+    .await?
+    .with_context(|| format!("cannot load {}", args.file.display()))?;
+    drop(progress);
     let policy = plugin.policy();
     let policy_json = serde_json::json!({
         "file": policy.file.as_ref().map(|f| f.display().to_string()),

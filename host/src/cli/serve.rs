@@ -6,6 +6,14 @@
 //!   `--allow-remote`; Host and Origin are validated. Bounded by `--header-timeout`,
 //!   `--max-connections`, `--max-sessions` and `--session-idle` (defaults in
 //!   docs/mcp.md and `--help`).
+//!
+//! **Instant start.** The server answers `initialize` at once, whatever the state of the
+//! compile cache: the plugins folder is loaded (components compiled in parallel) and the
+//! MCP servers connected in the background, and each tool is offered as soon as it is
+//! registered. `tools/list` returns the tools that are ready, `notifications/tools/
+//! list_changed` announces the others, and a call of a tool that is still loading waits
+//! for it (see `docs/design.md`, "Start-up"). Trust decisions are those of every other
+//! command ([`toolhost::trust::load_plugins_with`]).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -13,8 +21,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use toolhost::loader::NoProgress;
 use toolhost::mcp::McpServer;
 use toolhost::mcp::server::{HttpLimits, StopToken};
+use toolhost::tools::ToolRegistry;
 
 /// Arguments of `toolhost serve`.
 #[derive(Debug, Args)]
@@ -92,9 +102,29 @@ impl ServeArgs {
     }
 }
 
-/// Runs `toolhost serve`.
+/// Runs `toolhost serve`: serves at once and loads the tools in the background (see the
+/// module docs).
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let (registry, _problems) = super::common::build_registry(&args.host).await?;
+    // A broken config is an error before anything is served; plugins and servers that
+    // fail to load are warnings, as in the other commands.
+    let config = super::common::load_config(&args.host)?;
+    let registry = ToolRegistry::new();
+    let loading = registry.begin_loading();
+    let background = registry.clone();
+    let host = args.host.clone();
+    tokio::spawn(async move {
+        // Calls of tools not loaded yet wait until this guard is dropped.
+        let _loading = loading;
+        let t0 = std::time::Instant::now();
+        tracing::info!("loading the plugins and MCP servers in the background");
+        let (problems, _) = super::common::load_all(&background, &host, &config, &NoProgress).await;
+        tracing::info!(
+            tools = background.len(),
+            problems = problems.len(),
+            "all tools loaded in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        );
+    });
     let server = McpServer::new(registry);
     match args.http {
         Some(addr) => {

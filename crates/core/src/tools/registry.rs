@@ -16,7 +16,8 @@
 //! [`ToolEvent::Completed`]. A call stopped at stages 1–3 never reaches the tool.
 //!
 //! Files: `entry.rs` (a registered tool and the registration checks), `registration.rs`
-//! (adding and removing tools), `call.rs` (a call and its record), and the stages above.
+//! (adding and removing tools), `call.rs` (a call and its record), `loading.rs` (pending
+//! loads: a call of a tool that is still loading waits for it), and the stages above.
 //!
 //! The registry is a cheap-to-clone shared handle (`Arc` inside, like Rig's
 //! `ToolServerHandle`): clones see the same tools, and tools can be added or removed while
@@ -39,12 +40,14 @@ use crate::tools::render::DEFAULT_MAX_TOOL_RESULT_BYTES;
 mod approval;
 mod call;
 mod entry;
+mod loading;
 mod pipeline;
 mod registration;
 mod validate;
 
 pub use call::{ToolCall, ToolInvocation};
 pub use entry::{ToolEntry, ToolStats, is_valid_tool_name};
+pub use loading::LoadingGuard;
 pub use registration::{Registration, RegistrationGuard};
 
 /// Default per-call timeout.
@@ -70,6 +73,8 @@ struct Inner {
     listeners: RwLock<Vec<Arc<dyn ToolEventListener>>>,
     events: broadcast::Sender<ToolEvent>,
     changes: watch::Sender<u64>,
+    /// Loads of tools still pending (see `registry/loading.rs`).
+    loading: watch::Sender<usize>,
     next_id: AtomicU64,
 }
 
@@ -109,6 +114,7 @@ impl ToolRegistry {
     pub fn new() -> Self {
         let (events, _) = broadcast::channel(1024);
         let (changes, _) = watch::channel(0);
+        let (loading, _) = watch::channel(0);
         Self {
             inner: Arc::new(Inner {
                 tools: RwLock::new(IndexMap::new()),
@@ -124,6 +130,7 @@ impl ToolRegistry {
                 listeners: RwLock::new(Vec::new()),
                 events,
                 changes,
+                loading,
                 next_id: AtomicU64::new(1),
             }),
         }

@@ -6,6 +6,7 @@
 mod context;
 mod execution;
 mod kinds;
+mod loading;
 mod permissions;
 mod registration;
 mod support;

@@ -47,7 +47,7 @@ impl McpServer {
             .with_allowed_origins(loopback_origins())
             .with_cancellation_token(stop)
             .with_max_request_body_bytes(MAX_BODY_BYTES);
-        StreamableHttpService::new(move || Ok(this.clone()), manager, config)
+        StreamableHttpService::new(move || Ok(this.for_session()), manager, config)
     }
 
     /// Listens on `addr` and serves `/mcp` until `stop` is cancelled, with the default

@@ -44,12 +44,21 @@ impl ToolRegistry {
         } else {
             id
         };
-        // Stage 1: lookup.
-        let entry = self.entry(&name);
+        // Stage 1: lookup. While tools are still loading, an unknown name waits for
+        // them (bounded; see `registry/loading.rs`).
         let call_ctx = ctx.child(&call_id);
-        let (output, truncated) = match &entry {
-            None => (Err(ToolError::NotFound(name.clone())), false),
-            Some(entry) => {
+        let mut entry = self.entry(&name);
+        let mut waited = None;
+        if entry.is_none() && self.is_loading() {
+            match self.wait_for_tool(&name, &call_ctx).await {
+                Ok(e) => entry = e,
+                Err(e) => waited = Some(e),
+            }
+        }
+        let (output, truncated) = match (&entry, waited) {
+            (_, Some(e)) => (Err(e), false),
+            (None, None) => (Err(ToolError::NotFound(name.clone())), false),
+            (Some(entry), None) => {
                 self.run_pipeline(entry, &call_id, &arguments, &call_ctx)
                     .await
             }
