@@ -78,13 +78,20 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// Whether a `tools/call` result (the JSON-RPC `result`, or the client's canonical value)
-/// carries `sum`.
+/// carries `sum` (calc's `add` answers a double: `3.0` as text, `{"result": 3.0}` as
+/// structured content).
 fn holds_sum(result: &Value, sum: u64) -> bool {
-    let text = |v: &Value| v.as_str().map(|s| s.trim() == sum.to_string());
-    result == &json!(sum)
-        || result["structuredContent"] == json!(sum)
-        || text(result) == Some(true)
-        || text(&result["content"][0]["text"]) == Some(true)
+    let number = |v: &Value| {
+        v.as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse::<f64>().ok()))
+    };
+    let candidates = [
+        number(result),
+        number(&result["result"]),
+        number(&result["structuredContent"]["result"]),
+        number(&result["content"][0]["text"]),
+    ];
+    candidates.iter().flatten().any(|n| *n == sum as f64)
 }
 
 /// What one soak run measured.
