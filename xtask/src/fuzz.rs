@@ -17,6 +17,7 @@ pub const TARGETS: &[(&str, &str)] = &[
     ("redact_escape", ""),
     ("policy_parse", "wasm"),
     ("net_rule_parse", "wasm"),
+    ("describe_output", "wasm"),
     ("mcp_line_reader", "mcp"),
 ];
 
