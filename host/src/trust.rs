@@ -12,14 +12,22 @@
 //!   are withheld; a held plugin offers nothing; a compatible update is recorded.
 //!   Components compile in parallel; registration and the lock bookkeeping stay in file
 //!   order ([`load_plugins_with`]).
-//! - [`Candidate`]: a plugin file as `approve`/`install` show it before writing the lock.
+//! - [`Candidate`] (`trust/candidate.rs`): a plugin file as `approve`/`install` show it
+//!   before writing the lock.
+//! - [`connect_mcp`] (`trust/mcp.rs`): MCP servers with their tool definitions pinned.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toolhost_trust::{DefStore, Diff, Grant, Lock, PluginEntry, ToolDef, TrustOptions, evaluate};
+use toolhost_trust::{Grant, Lock, PluginEntry, ToolDef, TrustOptions, evaluate};
 
 pub use toolhost_trust::{TrustState, clean};
+
+mod candidate;
+mod mcp;
+
+pub use candidate::{Candidate, file_source};
+pub use mcp::{McpWithheld, connect_mcp, mcp_tool_def};
 
 use crate::config::TrustConfig;
 use crate::loader::{
@@ -526,202 +534,4 @@ fn register_prepared(
     crate::wasm::loader::register_plugin(registry, &plugin).map_err(|e| plugin_problem(&e))?;
     report.loaded = !plugin.tools().is_empty();
     Ok((report, Some(plugin)))
-}
-
-/// A plugin file as `approve` and `install` present it: its request, digest and tools.
-#[derive(Debug)]
-pub struct Candidate {
-    /// The plugin name.
-    pub name: String,
-    /// The request as a grant (what approving grants).
-    pub request: Grant,
-    /// "sha256:HEX" of the file.
-    pub digest: String,
-    /// The tool definitions, as described by the component (run with no capability).
-    pub tools: Vec<ToolDef>,
-}
-
-impl Candidate {
-    /// Loads `wasm` (with `request_file` as its `NAME.toml`, if any) with no capability
-    /// and describes it. Nothing is written.
-    pub async fn load(name: &str, wasm: &Path) -> anyhow::Result<Candidate> {
-        let engine = wasm_engine()?;
-        let request = Policy::for_component_protected(wasm, &engine.protected_paths())?;
-        Self::load_with_request(name, wasm, &request).await
-    }
-
-    /// [`Candidate::load`] with the request given (parsed against where `NAME.toml` will
-    /// live), for a component staged elsewhere before it is installed.
-    pub async fn load_with_request(
-        name: &str,
-        wasm: &Path,
-        request: &Policy,
-    ) -> anyhow::Result<Candidate> {
-        let engine = wasm_engine()?;
-        let plugin =
-            Plugin::load_with_policy(&engine, wasm, effective_policy(request, None)).await?;
-        Ok(Candidate {
-            name: name.to_string(),
-            request: request_of(request),
-            digest: plugin.digest(),
-            tools: plugin.tools().iter().map(|t| tool_def(t.spec())).collect(),
-        })
-    }
-
-    /// The diff against the lock entry, if there is one.
-    pub fn diff(&self, entry: Option<&PluginEntry>, store: &DefStore) -> Option<Diff> {
-        let e = entry?;
-        Some(
-            Diff::between(
-                &e.grant,
-                &e.tools,
-                |h| store.load(h),
-                &self.request,
-                &self.tools,
-            )
-            .with_digest(&e.digest, &self.digest),
-        )
-    }
-
-    /// What the operator is asked to approve, as text (untrusted parts escaped).
-    pub fn summary(&self) -> String {
-        use std::fmt::Write;
-        let clean = toolhost_trust::clean;
-        let mut s = format!(
-            "plugin {}  ({})\n  requests:\n",
-            clean(&self.name),
-            self.digest
-        );
-        let lines = self.request.lines();
-        if !self.request.has_capabilities() {
-            s.push_str("    (no capability)\n");
-        }
-        for l in lines {
-            let _ = writeln!(s, "    {}", clean(&l));
-        }
-        s.push_str("  tools:\n");
-        for t in &self.tools {
-            let perms = if t.permissions.is_empty() {
-                "-".to_string()
-            } else {
-                t.permissions.join(",")
-            };
-            let _ = writeln!(
-                s,
-                "    {} [{}]: {}",
-                clean(&t.name),
-                clean(&perms),
-                clean(&t.description)
-            );
-        }
-        s
-    }
-
-    /// The lock entry approving this candidate, keeping its kept definitions in `store`.
-    pub fn entry(
-        &self,
-        source: String,
-        signer: Option<String>,
-        store: &DefStore,
-    ) -> anyhow::Result<PluginEntry> {
-        for t in &self.tools {
-            store.save(t)?;
-        }
-        Ok(PluginEntry {
-            source,
-            digest: self.digest.clone(),
-            signer,
-            approved_at: toolhost_trust::now_rfc3339(),
-            grant: self.request.clone(),
-            tools: self
-                .tools
-                .iter()
-                .map(|t| (t.name.clone(), t.hash()))
-                .collect(),
-        })
-    }
-}
-
-/// `file://` URL of a local path (absolute), the `source` of a plugin approved in place
-/// (written as `toolhost-dist` writes it, so `update` can fetch it again).
-pub fn file_source(path: &Path) -> String {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    toolhost_dist::Source::File(abs).to_string()
-}
-
-// ------------------------------------------------------------------ MCP servers
-
-/// The definition of an MCP server's tool, as the lock pins it (its own name, the
-/// description, the input schema and the permissions its annotations map to).
-pub fn mcp_tool_def(info: &crate::mcp::McpToolInfo) -> ToolDef {
-    ToolDef::new(
-        info.name.clone(),
-        info.description.clone().unwrap_or_default(),
-        info.input_schema.clone(),
-        info.annotations
-            .as_ref()
-            .map(|a| a.permissions())
-            .unwrap_or_default()
-            .iter()
-            .map(|p| p.as_str().to_string()),
-    )
-}
-
-/// An MCP tool that is not offered, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpWithheld {
-    /// The server's name in the config.
-    pub server: String,
-    /// The tool's name on the server.
-    pub tool: String,
-    /// `Changed` (definition differs from the pinned one) or `Unapproved` (not pinned,
-    /// `require_approval = "all"`).
-    pub state: toolhost_trust::McpToolState,
-}
-
-/// Connects the MCP servers of `config`, offering only the tools the lock's `[mcp.NAME]`
-/// pins allow (see [`toolhost_trust::evaluate_mcp_tool`]), at connect time and at every
-/// `tools/list_changed` refresh. Returns what was withheld at connect time and the
-/// problems met.
-pub async fn connect_mcp(
-    registry: &ToolRegistry,
-    config: &crate::config::HostConfig,
-    lock: &Lock,
-) -> (Vec<McpWithheld>, Vec<LoadProblem>) {
-    use std::sync::{Arc, Mutex};
-    let opts = config.trust.options();
-    let withheld: Arc<Mutex<Vec<McpWithheld>>> = Arc::default();
-    let pins: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> = lock
-        .mcp
-        .iter()
-        .map(|(k, v)| (k.clone(), v.tools.clone()))
-        .collect();
-    let filter_for = |server: &str| -> Option<crate::mcp::ToolFilter> {
-        let pinned = pins.get(server).cloned();
-        let server = server.to_string();
-        let withheld = withheld.clone();
-        Some(Arc::new(move |info: &crate::mcp::McpToolInfo| {
-            let state =
-                toolhost_trust::evaluate_mcp_tool(pinned.as_ref(), &mcp_tool_def(info), opts);
-            if state == toolhost_trust::McpToolState::Offered {
-                return true;
-            }
-            tracing::warn!(server = %server, tool = %clean(&info.name), ?state, "MCP tool withheld until `toolhost approve mcp:{server}`");
-            let mut w = withheld.lock().unwrap_or_else(|e| e.into_inner());
-            let item = McpWithheld {
-                server: server.clone(),
-                tool: info.name.clone(),
-                state,
-            };
-            if !w.contains(&item) {
-                w.push(item);
-            }
-            false
-        }))
-    };
-    let (_clients, problems) =
-        crate::mcp::config::connect_all_filtered(registry, &config.mcp, filter_for).await;
-    let problems = problems.iter().map(crate::loader::mcp_problem).collect();
-    let withheld = withheld.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    (withheld, problems)
 }

@@ -1,0 +1,132 @@
+//! [`Candidate`]: a plugin file as `approve` and `install` show it before anything is
+//! written: its request, digest and tool definitions (described with no capability), the
+//! diff against its lock entry, and the entry that approving it writes.
+
+use std::path::Path;
+
+use toolhost_trust::{DefStore, Diff, Grant, PluginEntry, ToolDef};
+
+use super::{effective_policy, request_of, tool_def};
+use crate::loader::wasm_engine;
+use crate::wasm::{Plugin, Policy};
+
+/// A plugin file as `approve` and `install` present it: its request, digest and tools.
+#[derive(Debug)]
+pub struct Candidate {
+    /// The plugin name.
+    pub name: String,
+    /// The request as a grant (what approving grants).
+    pub request: Grant,
+    /// "sha256:HEX" of the file.
+    pub digest: String,
+    /// The tool definitions, as described by the component (run with no capability).
+    pub tools: Vec<ToolDef>,
+}
+
+impl Candidate {
+    /// Loads `wasm` (with `request_file` as its `NAME.toml`, if any) with no capability
+    /// and describes it. Nothing is written.
+    pub async fn load(name: &str, wasm: &Path) -> anyhow::Result<Candidate> {
+        let engine = wasm_engine()?;
+        let request = Policy::for_component_protected(wasm, &engine.protected_paths())?;
+        Self::load_with_request(name, wasm, &request).await
+    }
+
+    /// [`Candidate::load`] with the request given (parsed against where `NAME.toml` will
+    /// live), for a component staged elsewhere before it is installed.
+    pub async fn load_with_request(
+        name: &str,
+        wasm: &Path,
+        request: &Policy,
+    ) -> anyhow::Result<Candidate> {
+        let engine = wasm_engine()?;
+        let plugin =
+            Plugin::load_with_policy(&engine, wasm, effective_policy(request, None)).await?;
+        Ok(Candidate {
+            name: name.to_string(),
+            request: request_of(request),
+            digest: plugin.digest(),
+            tools: plugin.tools().iter().map(|t| tool_def(t.spec())).collect(),
+        })
+    }
+
+    /// The diff against the lock entry, if there is one.
+    pub fn diff(&self, entry: Option<&PluginEntry>, store: &DefStore) -> Option<Diff> {
+        let e = entry?;
+        Some(
+            Diff::between(
+                &e.grant,
+                &e.tools,
+                |h| store.load(h),
+                &self.request,
+                &self.tools,
+            )
+            .with_digest(&e.digest, &self.digest),
+        )
+    }
+
+    /// What the operator is asked to approve, as text (untrusted parts escaped).
+    pub fn summary(&self) -> String {
+        use std::fmt::Write;
+        let clean = toolhost_trust::clean;
+        let mut s = format!(
+            "plugin {}  ({})\n  requests:\n",
+            clean(&self.name),
+            self.digest
+        );
+        let lines = self.request.lines();
+        if !self.request.has_capabilities() {
+            s.push_str("    (no capability)\n");
+        }
+        for l in lines {
+            let _ = writeln!(s, "    {}", clean(&l));
+        }
+        s.push_str("  tools:\n");
+        for t in &self.tools {
+            let perms = if t.permissions.is_empty() {
+                "-".to_string()
+            } else {
+                t.permissions.join(",")
+            };
+            let _ = writeln!(
+                s,
+                "    {} [{}]: {}",
+                clean(&t.name),
+                clean(&perms),
+                clean(&t.description)
+            );
+        }
+        s
+    }
+
+    /// The lock entry approving this candidate, keeping its kept definitions in `store`.
+    pub fn entry(
+        &self,
+        source: String,
+        signer: Option<String>,
+        store: &DefStore,
+    ) -> anyhow::Result<PluginEntry> {
+        for t in &self.tools {
+            store.save(t)?;
+        }
+        Ok(PluginEntry {
+            source,
+            digest: self.digest.clone(),
+            signer,
+            approved_at: toolhost_trust::now_rfc3339(),
+            grant: self.request.clone(),
+            tools: self
+                .tools
+                .iter()
+                .map(|t| (t.name.clone(), t.hash()))
+                .collect(),
+        })
+    }
+}
+
+/// `file://` URL of a local path (absolute), the `source` of a plugin approved in place
+/// (written as `toolhost-dist` writes it, so `update` can fetch it again).
+pub fn file_source(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    toolhost_dist::Source::File(abs).to_string()
+}

@@ -1,0 +1,84 @@
+//! MCP servers under the lock: the definition of each server's tool as the lock pins it,
+//! and [`connect_mcp`], which connects the configured servers and withholds tools whose
+//! definition changed since approval (or that were never approved, with
+//! `require_approval = "all"`).
+
+use toolhost_trust::{Lock, ToolDef, clean};
+
+use crate::loader::LoadProblem;
+use crate::tools::ToolRegistry;
+
+/// The definition of an MCP server's tool, as the lock pins it (its own name, the
+/// description, the input schema and the permissions its annotations map to).
+pub fn mcp_tool_def(info: &crate::mcp::McpToolInfo) -> ToolDef {
+    ToolDef::new(
+        info.name.clone(),
+        info.description.clone().unwrap_or_default(),
+        info.input_schema.clone(),
+        info.annotations
+            .as_ref()
+            .map(|a| a.permissions())
+            .unwrap_or_default()
+            .iter()
+            .map(|p| p.as_str().to_string()),
+    )
+}
+
+/// An MCP tool that is not offered, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpWithheld {
+    /// The server's name in the config.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// `Changed` (definition differs from the pinned one) or `Unapproved` (not pinned,
+    /// `require_approval = "all"`).
+    pub state: toolhost_trust::McpToolState,
+}
+
+/// Connects the MCP servers of `config`, offering only the tools the lock's `[mcp.NAME]`
+/// pins allow (see [`toolhost_trust::evaluate_mcp_tool`]), at connect time and at every
+/// `tools/list_changed` refresh. Returns what was withheld at connect time and the
+/// problems met.
+pub async fn connect_mcp(
+    registry: &ToolRegistry,
+    config: &crate::config::HostConfig,
+    lock: &Lock,
+) -> (Vec<McpWithheld>, Vec<LoadProblem>) {
+    use std::sync::{Arc, Mutex};
+    let opts = config.trust.options();
+    let withheld: Arc<Mutex<Vec<McpWithheld>>> = Arc::default();
+    let pins: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> = lock
+        .mcp
+        .iter()
+        .map(|(k, v)| (k.clone(), v.tools.clone()))
+        .collect();
+    let filter_for = |server: &str| -> Option<crate::mcp::ToolFilter> {
+        let pinned = pins.get(server).cloned();
+        let server = server.to_string();
+        let withheld = withheld.clone();
+        Some(Arc::new(move |info: &crate::mcp::McpToolInfo| {
+            let state =
+                toolhost_trust::evaluate_mcp_tool(pinned.as_ref(), &mcp_tool_def(info), opts);
+            if state == toolhost_trust::McpToolState::Offered {
+                return true;
+            }
+            tracing::warn!(server = %server, tool = %clean(&info.name), ?state, "MCP tool withheld until `toolhost approve mcp:{server}`");
+            let mut w = withheld.lock().unwrap_or_else(|e| e.into_inner());
+            let item = McpWithheld {
+                server: server.clone(),
+                tool: info.name.clone(),
+                state,
+            };
+            if !w.contains(&item) {
+                w.push(item);
+            }
+            false
+        }))
+    };
+    let (_clients, problems) =
+        crate::mcp::config::connect_all_filtered(registry, &config.mcp, filter_for).await;
+    let problems = problems.iter().map(crate::loader::mcp_problem).collect();
+    let withheld = withheld.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    (withheld, problems)
+}
