@@ -20,7 +20,7 @@ use std::sync::Arc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use toolhost::tools::{BaseTool, DynamicTool, ToolContext, ToolOutput, ToolRegistry};
-use toolhost::wasm::{EngineOptions, Plugin, WasmEngine, loader};
+use toolhost::wasm::{EngineOptions, Plugin, WasmEngine, folder};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -98,7 +98,7 @@ fn benches(c: &mut Criterion) {
     ] {
         let eng = engine(o);
         let reg = ToolRegistry::new();
-        let (_p, errs) = rt.block_on(loader::load_into(&eng, &reg, calc.path()));
+        let (_p, errs) = rt.block_on(folder::load_into(&eng, &reg, calc.path()));
         assert!(errs.is_empty(), "{errs:?}");
         g.bench_function(label, |b| {
             b.iter(|| {
@@ -178,16 +178,16 @@ fn benches(c: &mut Criterion) {
     g.bench_function("cold", |b| {
         b.iter(|| {
             let reg = ToolRegistry::new();
-            let (p, e) = rt.block_on(loader::load_into(&cold, &reg, examples.path()));
+            let (p, e) = rt.block_on(folder::load_into(&cold, &reg, examples.path()));
             assert!(e.is_empty() && p.len() == 3);
         })
     });
     let warm = engine(opts(&|_| {}));
-    let _ = rt.block_on(loader::load_dir(&warm, examples.path()));
+    let _ = rt.block_on(folder::load_dir(&warm, examples.path()));
     g.bench_function("cached", |b| {
         b.iter(|| {
             let reg = ToolRegistry::new();
-            let (p, e) = rt.block_on(loader::load_into(&warm, &reg, examples.path()));
+            let (p, e) = rt.block_on(folder::load_into(&warm, &reg, examples.path()));
             assert!(e.is_empty() && p.len() == 3);
         })
     });
@@ -196,7 +196,7 @@ fn benches(c: &mut Criterion) {
     g.bench_function("cached_linked", |b| {
         b.iter(|| {
             let reg = ToolRegistry::new();
-            let (p, e) = rt.block_on(loader::load_into(&warm, &reg, examples.path()));
+            let (p, e) = rt.block_on(folder::load_into(&warm, &reg, examples.path()));
             assert!(e.is_empty() && p.len() == 3);
             for plugin in &p {
                 assert!(plugin.warm().is_ok());

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toolhost_trust::{Grant, Lock, PluginEntry, ToolDef, TrustOptions, evaluate};
+use toolhost_trust::{Grant, Lock, PluginEntry, ToolDef, TrustOptions, evaluate, tighter_limit};
 
 pub use toolhost_trust::{TrustState, clean};
 
@@ -54,13 +54,6 @@ pub fn request_of(policy: &Policy) -> Grant {
     }
 }
 
-fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (x, None) | (None, x) => x,
-    }
-}
-
 /// The policy a plugin runs with: `request` ∩ `approved` (see the module doc). With no
 /// approval: no capability at all, the request's memory and output caps, and a deadline
 /// and fuel budget no larger than the host defaults.
@@ -73,7 +66,7 @@ pub fn effective_policy(request: &Policy, approved: Option<&Grant>) -> Policy {
         return Policy {
             file: request.file.clone(),
             timeout: request.timeout.min(default.timeout),
-            fuel: min_opt(request.fuel, default.fuel),
+            fuel: tighter_limit(request.fuel, default.fuel),
             memory_bytes: request.memory_bytes,
             output_bytes: request.output_bytes,
             ..default
@@ -113,7 +106,7 @@ pub fn effective_policy(request: &Policy, approved: Option<&Grant>) -> Policy {
             Some(ms) => request.timeout.min(std::time::Duration::from_millis(ms)),
             None => request.timeout,
         },
-        fuel: min_opt(request.fuel, a.fuel),
+        fuel: tighter_limit(request.fuel, a.fuel),
         memory_bytes: a
             .memory_mb
             .map_or(request.memory_bytes, |m| request.memory_bytes.min(mib(m))),
@@ -206,7 +199,7 @@ pub async fn load_plugins_with(
             return (Vec::new(), problems);
         }
     };
-    let files = match crate::wasm::loader::plugin_files(dir) {
+    let files = match crate::wasm::folder::plugin_files(dir) {
         Ok(f) => f,
         Err(e) => return (Vec::new(), vec![plugin_problem(&e)]),
     };
@@ -531,7 +524,7 @@ fn register_prepared(
     let Some(plugin) = plugin else {
         return Ok((report, None));
     };
-    crate::wasm::loader::register_plugin(registry, &plugin).map_err(|e| plugin_problem(&e))?;
+    crate::wasm::folder::register_plugin(registry, &plugin).map_err(|e| plugin_problem(&e))?;
     report.loaded = !plugin.tools().is_empty();
     Ok((report, Some(plugin)))
 }

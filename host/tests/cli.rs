@@ -13,37 +13,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// The built plugins (`cargo xtask plugins`). Missing: a failure in CI, a skip locally.
-fn plugins() -> Option<PathBuf> {
-    let p = std::env::var_os("TOOLHOST_TEST_PLUGINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/plugins"));
-    let needed = [p.join("calc.wasm"), p.join("fixtures/hostile_term.wasm")];
-    if needed.iter().all(|f| f.exists()) {
-        return Some(p);
-    }
-    let msg = format!(
-        "built plugins missing under {} (calc.wasm, fixtures/hostile_term.wasm); run `cargo xtask plugins`",
-        p.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    None
-}
+use toolhost_testkit::{built_plugins, show};
 
 fn toolhost(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
@@ -53,15 +27,6 @@ fn toolhost(dir: &Path, args: &[&str]) -> Output {
         .env_remove("RUST_LOG")
         .output()
         .unwrap()
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The characters that steer a terminal, in any output of the CLI.
@@ -89,7 +54,9 @@ fn assert_clean(what: &str, out: &Output) {
 
 #[test]
 fn hostile_plugin_text_is_escaped_on_every_print_path() {
-    let Some(plugins) = plugins() else { return };
+    let Some(plugins) = built_plugins(&["calc.wasm", "fixtures/hostile_term.wasm"]) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("plugins");
     std::fs::create_dir_all(&p).unwrap();

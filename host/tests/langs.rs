@@ -28,26 +28,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
+use toolhost_testkit::{peers, show, workspace_root};
 
 /// `target/plugins` (or `$TOOLHOST_TEST_PLUGINS`) with the language plugins built, or
 /// `None` (skip) when they cannot be built outside CI.
 fn plugins() -> Option<&'static PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::var_os("TOOLHOST_TEST_PLUGINS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root().join("target/plugins"));
+        let dir = toolhost_testkit::plugins_dir();
         let wanted = ["js_http.wasm", "py_files.wasm", "c_checksum.wasm"];
         let fixtures = fixtures_dir(&dir);
         let spins = ["js_spin.wasm", "py_spin.wasm", "c_spin.wasm"];
@@ -58,12 +46,12 @@ fn plugins() -> Option<&'static PathBuf> {
         if !complete(&dir) {
             eprintln!("building the guest plugins: cargo xtask plugins");
             let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .current_dir(root())
+                .current_dir(workspace_root())
                 .args(["run", "--quiet", "-p", "xtask", "--", "plugins"])
                 .status();
             if !status.is_ok_and(|s| s.success()) || !complete(&dir) {
                 assert!(
-                    !in_ci(),
+                    !peers::in_ci(),
                     "the JS/Python/C plugins could not be built (cargo xtask plugins failed)"
                 );
                 eprintln!("SKIPPED: the guest toolchains are missing (cargo xtask plugins)");
@@ -140,15 +128,6 @@ fn toolhost(args: &[&str], plugins: &Path, extra: &[&str]) -> Output {
         .env_remove("TOOLHOST_PLUGINS")
         .output()
         .unwrap()
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// `toolhost call --json-output`: the parsed invocation record.
@@ -460,7 +439,7 @@ fn scaffold_builds_and_answers(lang: &str) {
     assert!(out.status.success(), "{}", show(&out));
     assert!(proj.join(format!("{name}.toml")).is_file());
 
-    let toolchains = root().join("target/toolchains");
+    let toolchains = workspace_root().join("target/toolchains");
     let mut build = Command::new("sh");
     build.current_dir(&proj);
     match lang {
@@ -473,9 +452,10 @@ fn scaffold_builds_and_answers(lang: &str) {
             build.args(["-c", "npm run build"]);
         }
         "rust" => {
-            build
-                .arg("build.sh")
-                .env("CARGO_TARGET_DIR", root().join("target/langs-template"));
+            build.arg("build.sh").env(
+                "CARGO_TARGET_DIR",
+                workspace_root().join("target/langs-template"),
+            );
         }
         _ => {
             build.arg("build.sh");

@@ -18,33 +18,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-
-/// The built example plugins. Missing: a failure in CI, a skip locally.
-fn plugins() -> Option<PathBuf> {
-    let p = std::env::var_os("TOOLHOST_TEST_PLUGINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| toolhost_testkit::workspace_root().join("target/plugins"));
-    let needed = [p.join("calc.wasm"), p.join("js_http.wasm")];
-    if needed.iter().all(|f| f.exists()) {
-        return Some(p);
-    }
-    let msg = format!(
-        "built plugins missing under {} (calc.wasm, js_http.wasm); run `cargo xtask plugins`",
-        p.display()
-    );
-    if toolhost_testkit::peers::in_ci() {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    None
-}
+use toolhost_testkit::built_plugins;
+use toolhost_testkit::jsonrpc::{StdioClient, tool_names};
 
 /// A work folder: `plugins/` (copies of the chosen components and their request files)
 /// and `cache/` (the empty, private `XDG_CACHE_HOME`: every component compiles).
@@ -100,116 +80,12 @@ impl Work {
     }
 }
 
-/// `toolhost serve --stdio` driven over raw JSON-RPC lines.
-struct StdioServer {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<Value>,
-    /// Notifications seen so far, by method, in order of arrival.
-    notifications: Vec<String>,
+/// `toolhost serve --stdio` in the work folder, driven over raw JSON-RPC lines.
+fn serve_stdio(work: &Work) -> StdioClient {
+    StdioClient::spawn(work.command(&["serve", "--stdio"]).stderr(Stdio::inherit()))
 }
 
-impl StdioServer {
-    fn start(work: &Work) -> StdioServer {
-        let mut child = work
-            .command(&["serve", "--stdio"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout: ChildStdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                // Stdout carries protocol only: every line is a JSON-RPC message.
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("not JSON-RPC on stdout ({e}): {line}"));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        StdioServer {
-            child,
-            stdin,
-            lines: rx,
-            notifications: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, v: Value) {
-        writeln!(self.stdin, "{v}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// Reads until the response with `id`, booking notifications on the way. Bounded
-    /// only so that a hung server fails the test instead of hanging it.
-    fn response(&mut self, id: u64) -> Value {
-        loop {
-            let v = self
-                .lines
-                .recv_timeout(Duration::from_secs(600))
-                .expect("the server answered nothing for 10 minutes, or exited");
-            if v["id"] == json!(id) {
-                return v;
-            }
-            if let Some(m) = v["method"].as_str() {
-                self.notifications.push(m.to_string());
-            }
-        }
-    }
-
-    fn initialize(&mut self) -> Value {
-        self.send(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "lifecycle-test", "version": "0"}}}),
-        );
-        let init = self.response(1);
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        init
-    }
-
-    fn list(&mut self, id: u64) -> BTreeSet<String> {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
-        let r = self.response(id);
-        names(&r["result"]["tools"])
-    }
-
-    fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}}));
-        self.response(id)
-    }
-
-    fn list_changed_count(&self) -> usize {
-        self.notifications
-            .iter()
-            .filter(|m| *m == "notifications/tools/list_changed")
-            .count()
-    }
-}
-
-impl Drop for StdioServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn names(tools: &Value) -> BTreeSet<String> {
-    tools
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
+const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// The tool names `toolhost list --json` gives for the work folder (a synchronous load).
 fn listed(work: &Work) -> BTreeSet<String> {
@@ -220,22 +96,24 @@ fn listed(work: &Work) -> BTreeSet<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    names(&v["tools"])
+    tool_names(&v["tools"])
 }
 
 #[test]
 fn stdio_answers_while_plugins_compile_and_announces_the_rest() {
-    let Some(from) = plugins() else { return };
+    let Some(from) = built_plugins(&["calc.wasm", "js_http.wasm"]) else {
+        return;
+    };
     let work = Work::examples(&from);
-    let mut s = StdioServer::start(&work);
-    let init = s.initialize();
+    let mut s = serve_stdio(&work);
+    let init = s.initialize("lifecycle-test");
     assert!(init["result"]["serverInfo"].is_object(), "{init}");
     assert_eq!(
         init["result"]["capabilities"]["tools"]["listChanged"], true,
         "{init}"
     );
     let first = s.list(2);
-    let changed_before = s.list_changed_count();
+    let changed_before = s.count(LIST_CHANGED);
 
     // An unknown tool waits for the loading to finish, then fails as usual.
     let unknown = s.call(3, "no_such_tool_xyz", json!({}));
@@ -256,7 +134,7 @@ fn stdio_answers_while_plugins_compile_and_announces_the_rest() {
         "the first tools/list should lack tools still compiling:\nfirst {first:?}\nlast {last:?}"
     );
     assert!(
-        s.list_changed_count() > changed_before,
+        s.count(LIST_CHANGED) > changed_before,
         "no notifications/tools/list_changed after the first tools/list: {:?}",
         s.notifications
     );
@@ -271,13 +149,15 @@ fn stdio_answers_while_plugins_compile_and_announces_the_rest() {
 
 #[test]
 fn a_call_sent_right_after_initialize_waits_for_its_tool() {
-    let Some(from) = plugins() else { return };
+    let Some(from) = built_plugins(&["calc.wasm", "js_http.wasm"]) else {
+        return;
+    };
     // `add` comes from the last file by name, registered only after the component
     // before it has compiled. (Not the large JS one: the wait is bounded by the default
     // call timeout, 60 s, which a debug-build JS compile on a loaded machine can exceed.)
     let work = Work::new(&from, &[("fetch", "fetch"), ("calc", "zz_calc")]);
-    let mut s = StdioServer::start(&work);
-    s.initialize();
+    let mut s = serve_stdio(&work);
+    s.initialize("lifecycle-test");
     let call = s.call(2, "add", json!({"x": 40, "y": 2}));
     assert_ne!(call["result"]["isError"], true, "{call}");
     let text = call["result"]["content"][0]["text"]
@@ -288,7 +168,9 @@ fn a_call_sent_right_after_initialize_waits_for_its_tool() {
 
 #[test]
 fn http_clients_learn_of_late_tools_through_list_changed() {
-    let Some(from) = plugins() else { return };
+    let Some(from) = built_plugins(&["calc.wasm", "js_http.wasm"]) else {
+        return;
+    };
     let work = Work::new(&from, &[("calc", "calc"), ("js_http", "js_http")]);
     let port = toolhost_testkit::free_port();
     struct Kill(Child);

@@ -11,10 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-
-fn root() -> PathBuf {
-    toolhost_testkit::workspace_root()
-}
+use toolhost_testkit::built_plugins;
 
 fn fixtures() -> PathBuf {
     toolhost_testkit::peers::mcp_fixture("")
@@ -22,14 +19,6 @@ fn fixtures() -> PathBuf {
 
 fn python() -> Option<PathBuf> {
     toolhost_testkit::peers::python()
-}
-
-/// The built example plugins, if any.
-fn plugins() -> Option<PathBuf> {
-    let p = std::env::var_os("TOOLHOST_TEST_PLUGINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/plugins"));
-    p.join("calc.wasm").exists().then_some(p)
 }
 
 /// A temp dir with a toolhost.toml wrapping the Python fixture server as `py`.
@@ -46,7 +35,7 @@ fn setup(python: &Path) -> PathBuf {
 }
 
 fn serve_args(dir: &Path) -> Vec<String> {
-    let plugins = plugins().unwrap_or_else(|| dir.join("no-plugins"));
+    let plugins = built_plugins(&["calc.wasm"]).unwrap_or_else(|| dir.join("no-plugins"));
     vec![
         "--config".into(),
         dir.join("toolhost.toml").display().to_string(),
@@ -68,7 +57,7 @@ fn check(report: &Value) {
         names.contains(&"add") || names.contains(&"py__add"),
         "{names:?}"
     );
-    if plugins().is_some() {
+    if built_plugins(&["calc.wasm"]).is_some() {
         assert!(
             names.contains(&"py__add"),
             "wasm add should own 'add': {names:?}"
@@ -92,7 +81,7 @@ fn check(report: &Value) {
         .unwrap_or_default();
     assert!(text.contains("42"), "{report}");
     assert_eq!(report["unknown"]["isError"], true, "{report}");
-    if plugins().is_some() {
+    if built_plugins(&["calc.wasm"]).is_some() {
         // The WASM `add` of the calc example, through serve.
         assert_ne!(report["call2"]["isError"], true, "{report}");
         assert!(
@@ -107,13 +96,13 @@ fn check(report: &Value) {
 
 /// The calls the client makes: the wrapped Python `add`, and the WASM `add` when built.
 fn call_env(cmd: &mut std::process::Command) {
-    let py_add = if plugins().is_some() {
+    let py_add = if built_plugins(&["calc.wasm"]).is_some() {
         "py__add"
     } else {
         "add"
     };
     // serve loads its tools in the background: the client lists until they are there.
-    let wait = if plugins().is_some() {
+    let wait = if built_plugins(&["calc.wasm"]).is_some() {
         "shout,py__add,add"
     } else {
         "shout,add"
@@ -121,7 +110,7 @@ fn call_env(cmd: &mut std::process::Command) {
     cmd.env("CALL_TOOL", py_add)
         .env("CALL_ARGS", r#"{"a": 40, "b": 2}"#)
         .env("WAIT_FOR_TOOLS", wait);
-    if plugins().is_some() {
+    if built_plugins(&["calc.wasm"]).is_some() {
         cmd.env("CALL_TOOL2", "add")
             .env("CALL_ARGS2", r#"{"x": 40, "y": 2}"#);
     }

@@ -13,13 +13,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost::tools::{McpClient, McpTransport};
+use toolhost_testkit::jsonrpc::StdioClient;
 
 /// Calls in flight at once, on both transports.
 const CONCURRENCY: usize = 8;
@@ -37,9 +37,7 @@ fn calls() -> usize {
 /// missing build fails the test), so the server starts without compiling the large JS
 /// and Python examples.
 fn plugins(dir: &std::path::Path) -> PathBuf {
-    let built = std::env::var_os("TOOLHOST_TEST_PLUGINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| toolhost_testkit::workspace_root().join("target/plugins"));
+    let built = toolhost_testkit::plugins_dir();
     assert!(
         built.join("calc.wasm").exists(),
         "the soak needs the example plugins: run `cargo xtask plugins` (looked in {})",
@@ -137,38 +135,9 @@ impl Drop for Server {
 fn stdio_soak_answers_every_call_without_growing() {
     let total = calls();
     let warm = total / 10;
-    let mut server = Server(
-        serve(&["--stdio"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let pid = server.0.id();
-    let mut stdin = server.0.stdin.take().unwrap();
-    let mut stdout = BufReader::new(server.0.stdout.take().unwrap());
-    let mut line = String::new();
-    let mut send = |v: Value| {
-        let mut text = v.to_string();
-        text.push('\n');
-        stdin.write_all(text.as_bytes()).unwrap();
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "soak", "version": "1"}}}),
-    );
-    loop {
-        line.clear();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "serve closed stdout"
-        );
-        if serde_json::from_str::<Value>(&line).unwrap()["id"] == 0 {
-            break;
-        }
-    }
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut server = StdioClient::spawn(&mut serve(&["--stdio"]));
+    let pid = server.pid();
+    server.initialize("soak");
 
     let mut in_flight: HashSet<u64> = HashSet::new();
     let mut next: u64 = 1;
@@ -178,24 +147,19 @@ fn stdio_soak_answers_every_call_without_growing() {
     let mut warm_at = start;
     while done < total {
         while in_flight.len() < CONCURRENCY && (next as usize) <= total {
-            send(json!({"jsonrpc": "2.0", "id": next, "method": "tools/call",
+            server.send(json!({"jsonrpc": "2.0", "id": next, "method": "tools/call",
                 "params": {"name": "add", "arguments": {"x": next, "y": 1}}}));
             in_flight.insert(next);
             next += 1;
         }
-        line.clear();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "serve closed stdout after {done} calls"
-        );
-        let reply: Value = serde_json::from_str(&line).unwrap();
+        let reply = server.next_message();
         let Some(id) = reply["id"].as_u64() else {
             continue; // a notification
         };
-        assert!(in_flight.remove(&id), "an answer to no request: {line}");
+        assert!(in_flight.remove(&id), "an answer to no request: {reply}");
         assert!(
             reply["result"]["isError"] != true && holds_sum(&reply["result"], id + 1),
-            "call {id} failed: {line}"
+            "call {id} failed: {reply}"
         );
         done += 1;
         if done == warm {

@@ -13,20 +13,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
+use toolhost_testkit::minisign::Keys;
+use toolhost_testkit::peers::python;
+use toolhost_testkit::registry::DockerRegistry;
+use toolhost_testkit::show;
 
 /// The built components; a missing build fails the test (it is a set-up step of
 /// `cargo xtask test`), with the command that makes it.
 fn built() -> PathBuf {
     let p = std::env::var_os("TOOLHOST_TEST_PLUGINS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/plugins"));
+        .unwrap_or_else(|| toolhost_testkit::workspace_root().join("target/plugins"));
     assert!(
         p.join("calc.wasm").is_file() && p.join("files.wasm").is_file(),
         "the example components are missing in {}: run `cargo xtask plugins`",
@@ -125,15 +122,6 @@ impl Folder {
     fn lock(&self) -> String {
         std::fs::read_to_string(self.path().join("toolhost.lock")).unwrap_or_default()
     }
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn ok_render(v: &Value) -> String {
@@ -535,32 +523,13 @@ fn remove_deletes_the_files_and_the_lock_entry() {
 
 // ------------------------------------------------------------------ MCP pinning
 
-/// The Python with the `mcp` package (`cargo xtask peers`); `None` (skip) outside CI.
-fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("TOOLHOST_MCP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/peers/mcp/venv/bin/python"));
-    if path.exists() {
-        return Some(path);
-    }
-    let msg = format!(
-        "MCP test peer missing: {} (env TOOLHOST_MCP_PYTHON); install it with `cargo xtask peers`",
-        path.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    None
-}
-
 #[test]
 fn a_changed_mcp_tool_description_is_withheld_and_flagged() {
     let Some(python) = python() else { return };
     let f = Folder::new();
     let desc = f.path().join("desc.txt");
     std::fs::write(&desc, "Looks a word up in the dictionary.").unwrap();
-    let script = root().join("host/tests/fixtures/desc_server.py");
+    let script = toolhost_testkit::workspace_root().join("host/tests/fixtures/desc_server.py");
     let server = |name: &str| {
         format!(
             "[mcp.servers.{name}]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ TOOLHOST_TEST_DESC_FILE = {:?} }}\ntimeout_secs = 30\n",
@@ -633,59 +602,9 @@ fn a_changed_mcp_tool_description_is_withheld_and_flagged() {
 
 // ------------------------------------------------------------------ install / update
 
-/// A peer program (`/usr/bin/NAME`, installed by `cargo xtask peers`); `None` (skip) outside
-/// CI when missing.
-fn peer(path: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(path);
-    if p.is_file() {
-        return Some(p);
-    }
-    let msg = format!("{path} is missing: run `cargo xtask peers`");
-    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    None
-}
-
-/// A minisign key pair made by the real tool; returns (public key line, key id, secret file).
-fn keys(dir: &Path) -> Option<(String, String, PathBuf)> {
-    let minisign = peer("/usr/bin/minisign")?;
-    let (public, secret) = (dir.join("key.pub"), dir.join("key.sec"));
-    let out = Command::new(minisign)
-        .args(["-G", "-W", "-p"])
-        .arg(&public)
-        .arg("-s")
-        .arg(&secret)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", show(&out));
-    let text = std::fs::read_to_string(&public).unwrap();
-    let line = text.lines().last().unwrap().trim().to_string();
-    let id = text
-        .lines()
-        .next()
-        .unwrap()
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .to_uppercase();
-    // minisign 0.11 prints the key id without leading zeros; toolhost always writes 16
-    // hex digits.
-    let id = format!("{id:0>16}");
-    Some((line, id, secret))
-}
-
-/// Signs `file` with `minisign -S` (writes `file.minisig`).
-fn sign(file: &Path, secret: &Path) {
-    let out = Command::new("/usr/bin/minisign")
-        .args(["-S", "-s"])
-        .arg(secret)
-        .arg("-m")
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", show(&out));
+/// A minisign key pair made by the real tool (`None`: not installed, outside CI).
+fn keys() -> Option<Keys> {
+    Keys::generate().unwrap()
 }
 
 /// A release folder (what a plugin author ships): files.wasm and its request.
@@ -778,18 +697,19 @@ fn install_from_a_local_path_grants_the_approved_request_only() {
 #[test]
 fn install_checks_the_signature_against_the_configured_keys() {
     let rel = release("read = [\"./files-data\"]\n");
-    let Some((public, key_id, secret)) = keys(rel.path()) else {
+    // Keep `k`: its folder holds the secret key.
+    let Some(k) = keys() else {
         return;
     };
+    let (public, key_id) = (k.public.clone(), k.key_id.clone());
     let src = rel.path().join("files.wasm");
-    sign(&src, &secret);
+    k.sign_file(&src).unwrap();
     let f = Folder::new();
     f.data("files-data", "note.txt", "x");
     let before = entries(f.path());
 
     // Signed, but by a key the operator does not trust: refused.
-    let other = tempfile::tempdir().unwrap();
-    let (other_public, _, _) = keys(other.path()).unwrap();
+    let other_public = keys().unwrap().public;
     f.config(&format!("[trust]\nkeys = [{other_public:?}]\n"));
     let out = f.run(&["install", &src.to_string_lossy(), "--yes"]);
     assert!(!out.status.success(), "{}", show(&out));
@@ -824,78 +744,17 @@ fn install_checks_the_signature_against_the_configured_keys() {
     );
 }
 
-/// A Debian `docker-registry` on 127.0.0.1 (storage in a temp folder), killed on drop.
-struct Registry {
-    child: std::process::Child,
-    addr: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn registry() -> Option<Registry> {
-    use std::io::{Read, Write};
-    let exe = peer("/usr/bin/docker-registry")?;
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let config = dir.path().join("config.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n",
-            dir.path().join("storage").display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(exe)
-        .arg("serve")
-        .arg(&config)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut reg = Registry {
-        child,
-        addr,
-        _dir: dir,
-    };
-    // Poll `/v2/` until it answers 200 (bounded: 200 tries); an exit means it failed.
-    for _ in 0..200 {
-        assert!(
-            reg.child.try_wait().unwrap().is_none(),
-            "docker-registry exited"
-        );
-        if let Ok(mut s) = std::net::TcpStream::connect(&reg.addr) {
-            let _ = write!(s, "GET /v2/ HTTP/1.0\r\nHost: {}\r\n\r\n", reg.addr);
-            let mut buf = String::new();
-            let _ = s.read_to_string(&mut buf);
-            if buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200") {
-                return Some(reg);
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("docker-registry did not answer on {}", reg.addr);
-}
-
 #[test]
 fn install_and_update_from_a_real_registry() {
-    let Some(reg) = registry() else { return };
-    let rel = release("read = [\"./files-data\"]\n");
-    let Some((public, key_id, secret)) = keys(rel.path()) else {
+    let Some(reg) = DockerRegistry::start().unwrap() else {
         return;
     };
+    let rel = release("read = [\"./files-data\"]\n");
+    // Keep `k`: its folder holds the secret key.
+    let Some(k) = keys() else {
+        return;
+    };
+    let (public, key_id, secret) = (k.public.clone(), k.key_id.clone(), k.secret_file.clone());
     let reference = format!("oci://{}/plugins/files:1", reg.addr);
     let f = Folder::new();
     let note = f.data("files-data", "note.txt", "from the registry");

@@ -5,6 +5,11 @@
 //! - [`peers`]: locating the test peers that `cargo xtask peers` installs (server-everything,
 //!   server-filesystem, the Python `mcp` package); a missing peer fails the test in CI
 //!   (`CI=true`) and skips it, with a message, elsewhere.
+//! - [`jsonrpc`]: a raw JSON-RPC line client over a child's stdio.
+//! - [`registry`]: a real OCI registry (Debian `docker-registry`) on 127.0.0.1.
+//! - [`minisign`]: key pairs and signatures made by the real `minisign` tool.
+//! - [`plugins_dir`], [`built_plugins`]: the components `cargo xtask plugins` builds.
+//! - [`show`]: a process output as one block, for assertion messages.
 //! - [`temp_dir`], [`free_port`], [`wait_for_port`], [`workspace_root`].
 //!
 //! Dev-only: no published crate depends on it.
@@ -14,13 +19,59 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod jsonrpc;
+pub mod minisign;
 pub mod peers;
+pub mod registry;
 pub mod tools;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     here.canonicalize().unwrap_or(here)
+}
+
+/// The folder of built plugins: `$TOOLHOST_TEST_PLUGINS`, else `target/plugins`.
+pub fn plugins_dir() -> PathBuf {
+    std::env::var_os("TOOLHOST_TEST_PLUGINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/plugins"))
+}
+
+/// [`plugins_dir`] when every file of `needed` (paths relative to it) is there. Else a
+/// message naming the command that builds them, and `None` (skip) locally or a panic in
+/// CI (`CI=true`), where the build is a set-up step.
+pub fn built_plugins(needed: &[&str]) -> Option<PathBuf> {
+    let dir = plugins_dir();
+    let missing: Vec<&str> = needed
+        .iter()
+        .copied()
+        .filter(|f| !dir.join(f).is_file())
+        .collect();
+    if missing.is_empty() {
+        return Some(dir);
+    }
+    let msg = format!(
+        "built plugins missing under {} ({}); run `cargo xtask plugins`",
+        dir.display(),
+        missing.join(", ")
+    );
+    if peers::in_ci() {
+        panic!("{msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    None
+}
+
+/// A finished process as one readable block (status, stdout, stderr), for assertion
+/// messages.
+pub fn show(out: &std::process::Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// A fresh, empty temp folder whose name carries `tag`, the process id, the time and a

@@ -32,6 +32,17 @@ pub fn peer(var: &str, default: PathBuf) -> Option<PathBuf> {
     None
 }
 
+/// A program from `var`, else the first `program` on `PATH`; missing: `None` after a
+/// message locally, a panic in CI.
+pub fn on_path(var: &str, program: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(var).map(PathBuf::from).or_else(|| {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    });
+    peer(var, found.unwrap_or_else(|| PathBuf::from(program)))
+}
+
 /// server-everything's entry script (npm `@modelcontextprotocol/server-everything`).
 pub fn everything() -> Option<PathBuf> {
     peer(

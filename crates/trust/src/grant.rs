@@ -50,6 +50,16 @@ fn limit_within(small: Option<u64>, big: Option<u64>) -> bool {
     }
 }
 
+/// The tighter of two limits of the same kind, `None` being "no limit": what a plugin
+/// gets when both its request and the approval bound it. The counterpart of
+/// `limit_within`: `tighter_limit(a, b)` is within both `a` and `b`.
+pub fn tighter_limit(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (x, None) | (None, x) => x,
+    }
+}
+
 impl Grant {
     /// Whether this grant has any capability (folders, hosts, sockets, env).
     pub fn has_capabilities(&self) -> bool {
@@ -138,6 +148,23 @@ fn show_limit(v: Option<u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tighter_limit_is_within_both() {
+        let cases = [None, Some(0), Some(5), Some(u64::MAX)];
+        for a in cases {
+            for b in cases {
+                let t = tighter_limit(a, b);
+                assert!(
+                    limit_within(t, a) && limit_within(t, b),
+                    "{a:?} {b:?} -> {t:?}"
+                );
+                assert!(t == a || t == b, "{a:?} {b:?} -> {t:?}");
+            }
+        }
+        assert_eq!(tighter_limit(None, None), None);
+        assert_eq!(tighter_limit(Some(3), None), Some(3));
+    }
 
     #[test]
     fn within_checks_lists_sockets_and_limits() {

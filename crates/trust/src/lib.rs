@@ -25,7 +25,7 @@ pub use canon::{ToolDef, canonical_json};
 pub use defs::DefStore;
 pub use diff::{Diff, ToolChange};
 pub use error::TrustError;
-pub use grant::Grant;
+pub use grant::{Grant, tighter_limit};
 pub use lock::{LOCK_FILE, Lock, McpEntry, PluginEntry, now_rfc3339, write_atomically};
 pub use state::{McpToolState, TrustOptions, TrustState, evaluate, evaluate_mcp_tool};
 

@@ -245,11 +245,11 @@ impl Plugin {
     }
 
     /// Gives every tool whose described name is in `contested` its qualified registry
-    /// name `plugin__tool` (see [`crate::loader`]).
+    /// name `plugin__tool` (see [`crate::folder`]).
     pub(crate) fn qualify(&mut self, contested: &std::collections::HashSet<String>) {
         for t in &mut self.tools {
             if contested.contains(&t.spec.name) {
-                *t = Arc::new(t.renamed(crate::loader::qualified_name(
+                *t = Arc::new(t.renamed(crate::folder::qualified_name(
                     &self.inner.name,
                     &t.spec.name,
                 )));

@@ -5,18 +5,18 @@
 //! ([`WasmEngine`]), sandboxes every call ([`sandbox`]: preopens, network allowlist,
 //! captured output), bounds it ([`limits`]: epoch deadline, fuel, memory, stack), reads
 //! policy files ([`policy`]) and loads a plugins folder into a `ToolRegistry`
-//! ([`loader`]). A component's `describe()` output is checked and converted by
+//! ([`folder`]). A component's `describe()` output is checked and converted by
 //! [`describe`] ([`describe::accept_described`] is pure, for fuzzing and tests); each
 //! described tool is a [`WasmTool`], an ordinary `BaseTool`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use toolhost_core::tools::ToolRegistry;
-//! use toolhost_wasm::{WasmEngine, loader};
+//! use toolhost_wasm::{WasmEngine, folder};
 //!
 //! let engine = WasmEngine::new()?;
 //! let registry = ToolRegistry::new();
-//! let (_plugins, errors) = loader::load_into(&engine, &registry, "target/plugins".as_ref()).await;
+//! let (_plugins, errors) = folder::load_into(&engine, &registry, "target/plugins".as_ref()).await;
 //! for e in errors { eprintln!("warning: {e}"); }
 //! let inv = registry.invoke("add", serde_json::json!({"x": 1, "y": 2})).await;
 //! println!("{}", inv.model_text());
@@ -30,12 +30,12 @@ pub mod describe;
 pub mod dirs;
 pub mod engine;
 pub mod error;
+pub mod folder;
 pub mod grant;
 pub(crate) mod guard;
 mod host;
 pub mod http_gate;
 pub mod limits;
-pub mod loader;
 pub mod net;
 mod pinned;
 pub mod policy;

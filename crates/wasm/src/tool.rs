@@ -35,7 +35,7 @@ pub struct WasmTool {
     /// The name the component knows the tool by (passed to its `call`).
     pub(crate) guest_name: Arc<str>,
     /// The name in the registry: the described name, or `plugin__tool` when another
-    /// plugin describes a tool of the same name (see [`crate::loader`]).
+    /// plugin describes a tool of the same name (see [`crate::folder`]).
     pub(crate) registered: Arc<str>,
     /// The tool as described.
     pub(crate) spec: ToolSpec,

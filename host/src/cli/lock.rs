@@ -28,7 +28,7 @@ pub async fn run(args: LockArgs) -> anyhow::Result<ExitCode> {
     let config = super::common::load_config(&args.host)?;
     let dir = super::common::plugins_dir(&args.host, &config);
     let lock = Lock::load(&Lock::path_in(&dir))?;
-    let files = toolhost::wasm::loader::plugin_files(&dir)?;
+    let files = toolhost::wasm::folder::plugin_files(&dir)?;
     let mut problems = Vec::new();
     let mut seen = Vec::new();
     for path in &files {

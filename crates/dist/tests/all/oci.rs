@@ -10,7 +10,7 @@ use toolhost_dist::{
     WASM_LAYER_MEDIA_TYPE, fetch, publish, sha256_digest, sign, verify_signature,
 };
 
-use crate::support::{Keys, Registry, calc_request, calc_wasm};
+use crate::support::{Keys, OciOf, Registry, calc_request, calc_wasm};
 
 fn opts() -> FetchOptions {
     FetchOptions::default()
@@ -36,7 +36,7 @@ async fn push_raw(reg: &Registry, repo: &str, tag: &str, layers: Vec<ImageLayer>
 
 #[tokio::test]
 async fn publish_then_fetch_by_tag_and_by_digest() -> anyhow::Result<()> {
-    let (Some(reg), Some(keys)) = (Registry::start().await?, Keys::generate()?) else {
+    let (Some(reg), Some(keys)) = (Registry::start()?, Keys::generate()?) else {
         return Ok(());
     };
     let wasm = calc_wasm();
@@ -93,7 +93,7 @@ async fn publish_then_fetch_by_tag_and_by_digest() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn digest_pin_is_enforced() -> anyhow::Result<()> {
-    let Some(reg) = Registry::start().await? else {
+    let Some(reg) = Registry::start()? else {
         return Ok(());
     };
     let wasm = calc_wasm();
@@ -148,7 +148,7 @@ async fn digest_pin_is_enforced() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn tampered_blob_in_the_registry_is_refused() -> anyhow::Result<()> {
-    let Some(reg) = Registry::start().await? else {
+    let Some(reg) = Registry::start()? else {
         return Ok(());
     };
     let wasm = calc_wasm();
@@ -178,7 +178,7 @@ async fn tampered_blob_in_the_registry_is_refused() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn wkg_style_artifact_fetches_and_several_wasm_layers_are_refused() -> anyhow::Result<()> {
-    let Some(reg) = Registry::start().await? else {
+    let Some(reg) = Registry::start()? else {
         return Ok(());
     };
     let wasm = calc_wasm();
@@ -246,7 +246,7 @@ async fn wkg_style_artifact_fetches_and_several_wasm_layers_are_refused() -> any
 
 #[tokio::test]
 async fn oversized_layers_and_manifests_are_refused() -> anyhow::Result<()> {
-    let Some(reg) = Registry::start().await? else {
+    let Some(reg) = Registry::start()? else {
         return Ok(());
     };
     let wasm = calc_wasm();
@@ -313,7 +313,7 @@ async fn oversized_layers_and_manifests_are_refused() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn publish_refuses_what_is_not_a_component_or_has_no_tag() -> anyhow::Result<()> {
-    let Some(reg) = Registry::start().await? else {
+    let Some(reg) = Registry::start()? else {
         return Ok(());
     };
     let err = publish(

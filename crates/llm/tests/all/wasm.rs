@@ -43,7 +43,7 @@ async fn a_three_turn_loop_with_wasm_tools() -> anyhow::Result<()> {
     })?;
     let plugin = Plugin::load(&engine, &calc).await?;
     let registry = ToolRegistry::new();
-    toolhost_wasm::loader::register_plugin(&registry, &plugin)?;
+    toolhost_wasm::folder::register_plugin(&registry, &plugin)?;
     assert!(matches!(
         registry.entry("multiply").map(|e| e.source().clone()),
         Some(ToolSource::Wasm { .. })

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use toolhost_core::tools::{ToolError, ToolRegistry};
-use toolhost_wasm::{EngineOptions, Plugin, PluginError, WasmEngine, loader};
+use toolhost_wasm::{EngineOptions, Plugin, PluginError, WasmEngine, folder};
 
 use crate::support::{self, call, err_text, install, still_works};
 
@@ -29,7 +29,7 @@ fn engine_with_cache(dir: Option<PathBuf>) -> WasmEngine {
 /// Loads `dir` into a fresh registry; returns it with the load errors.
 async fn load(engine: &WasmEngine, dir: &Path) -> (ToolRegistry, Vec<PluginError>) {
     let reg = ToolRegistry::new();
-    let (_plugins, errors) = loader::load_into(engine, &reg, dir).await;
+    let (_plugins, errors) = folder::load_into(engine, &reg, dir).await;
     (reg, errors)
 }
 
@@ -223,9 +223,9 @@ async fn a_name_already_registered_is_qualified_not_refused() {
     let p = Plugin::load(engine, &path)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(loader::register_plugin(&reg, &p).ok(), Some(1));
+    assert_eq!(folder::register_plugin(&reg, &p).ok(), Some(1));
     // The folder's calc comes second: its `add` becomes `calc__add`, it is not refused.
-    let (_plugins, errors) = loader::load_into(engine, &reg, dir.path()).await;
+    let (_plugins, errors) = folder::load_into(engine, &reg, dir.path()).await;
     assert!(errors.is_empty(), "{errors:?}");
     add_is_calc(&reg, "calc__add").await;
     assert!(reg.contains("multiply"));

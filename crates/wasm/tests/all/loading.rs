@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use toolhost_core::tools::{ToolContext, ToolSource};
-use toolhost_wasm::{Plugin, PluginError, loader};
+use toolhost_wasm::{Plugin, PluginError, folder};
 
 use crate::support::{self, call, install};
 
@@ -73,7 +73,7 @@ async fn bad_plugins_are_reported_by_file_and_good_ones_still_load() {
     install(d, "baddesc", None);
 
     let reg = toolhost_core::tools::ToolRegistry::new();
-    let (plugins, errors) = loader::load_into(support::engine(), &reg, d).await;
+    let (plugins, errors) = folder::load_into(support::engine(), &reg, d).await;
     let loaded: Vec<_> = plugins.iter().map(Plugin::name).collect();
     assert_eq!(loaded, ["calc", "files"]);
     assert!(reg.contains("add") && reg.contains("read_file"));

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 use toolhost_core::tools::{ToolCall, ToolContext, ToolInvocation, ToolRegistry};
-use toolhost_wasm::{EngineOptions, WasmEngine, loader};
+use toolhost_wasm::{EngineOptions, WasmEngine, folder};
 
 /// Where the built `.wasm` files are.
 pub struct Guests {
@@ -105,7 +105,7 @@ pub fn install(dir: &Path, name: &str, policy: Option<&str>) {
 /// A registry with the plugins of `dir` loaded; panics on any load error.
 pub async fn registry(dir: &Path) -> ToolRegistry {
     let registry = ToolRegistry::new();
-    let (_p, errors) = loader::load_into(engine(), &registry, dir).await;
+    let (_p, errors) = folder::load_into(engine(), &registry, dir).await;
     assert!(errors.is_empty(), "load errors: {errors:?}");
     registry
 }
