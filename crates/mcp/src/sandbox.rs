@@ -60,6 +60,8 @@ pub struct McpSandbox {
 ///   `/etc/services`, `/etc/protocols`, `/etc/ssl/certs`, `/etc/ca-certificates`: name
 ///   resolution and CA certificates (only useful with `network = true`, harmless without);
 ///   `/etc/ssl/private` is deliberately not listed;
+/// - `/etc/ssl/openssl.cnf`: OpenSSL's configuration, which Node reads at start-up (it
+///   exits with "OpenSSL configuration error" when it cannot);
 /// - `/dev/null` (read and write), `/dev/zero`, `/dev/random`, `/dev/urandom` (read).
 ///
 /// Not listed, on purpose: `/proc` (another process's `/proc/PID/environ` and `cmdline`
@@ -85,6 +87,7 @@ pub const RUNTIME_BASE: &[&str] = &[
     "/etc/gai.conf",
     "/etc/services",
     "/etc/protocols",
+    "/etc/ssl/openssl.cnf",
     "/etc/ssl/certs",
     "/etc/ca-certificates",
     "/dev/zero",

@@ -1,7 +1,7 @@
 //! Enforcing an [`McpSandbox`] on Linux: a Landlock ruleset (filesystem, TCP, abstract
-//! Unix sockets, signals) and, with `network = false`, a seccomp filter that refuses every
-//! non-Unix socket (so UDP, raw and other families too, which Landlock on this kernel
-//! cannot restrict).
+//! Unix sockets, signals) and a seccomp filter that refuses to create Unix sockets and,
+//! with `network = false`, any other socket (so UDP, raw and other families too, which
+//! Landlock before ABI 10 cannot restrict).
 //!
 //! Everything is prepared in the parent ([`Prepared::new`]): the kernel's Landlock ABI is
 //! checked, the ruleset is created, every granted path is opened (`O_PATH`) and added as a
@@ -39,7 +39,7 @@ const LATEST: ABI = ABI::V10;
 /// A sandbox ready to be entered by a child process.
 pub(crate) struct Prepared {
     ruleset: RulesetCreated,
-    seccomp: Option<BpfProgram>,
+    seccomp: BpfProgram,
 }
 
 fn setup(what: &str, e: impl std::fmt::Display) -> McpSandboxError {
@@ -134,11 +134,7 @@ impl Prepared {
             created = add_path(created, path, all, Some("write"))?;
         }
 
-        let seccomp = if sandbox.network {
-            None
-        } else {
-            Some(no_ip_sockets()?)
-        };
+        let seccomp = socket_filter(sandbox.network)?;
         Ok(Self {
             ruleset: created,
             seccomp,
@@ -167,10 +163,8 @@ impl Prepared {
                     Ok(_) => return Err(io::Error::from_raw_os_error(libc::ENOSYS)),
                     Err(_) => return Err(io::Error::from_raw_os_error(libc::EPERM)),
                 }
-                if let Some(bpf) = &seccomp {
-                    seccompiler::apply_filter(bpf)
-                        .map_err(|_| io::Error::from_raw_os_error(libc::EPERM))?;
-                }
+                seccompiler::apply_filter(&seccomp)
+                    .map_err(|_| io::Error::from_raw_os_error(libc::EPERM))?;
                 Ok(())
             });
         }
@@ -220,26 +214,34 @@ fn add_path(
         .map_err(|e| setup(&format!("rule for {}", path.display()), e))
 }
 
-/// A seccomp program that makes `socket(2)` fail with `EACCES` for every address family
-/// but `AF_UNIX`, and `io_uring_setup(2)` too (an io_uring `SOCKET` operation would not
-/// pass through the `socket` filter). Everything else is allowed.
-fn no_ip_sockets() -> Result<BpfProgram, McpSandboxError> {
+/// The seccomp program of a sandboxed server: `socket(2)` fails with `EACCES` for
+/// `AF_UNIX` always (Landlock before ABI 9 cannot stop a `connect` to a named socket such
+/// as an ssh-agent or `docker.sock`; `socketpair(2)` still works), and for every other
+/// family too unless `network` (UDP, raw and the rest, which Landlock before ABI 10 cannot
+/// restrict). `io_uring_setup(2)` fails too: an io_uring `SOCKET` operation would not pass
+/// through the `socket` filter. Everything else is allowed.
+fn socket_filter(network: bool) -> Result<BpfProgram, McpSandboxError> {
     let arch =
         TargetArch::try_from(std::env::consts::ARCH).map_err(|e| McpSandboxError::Unsupported {
             reason: format!("no seccomp filter for this CPU architecture: {e}"),
         })?;
-    let not_unix = SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Ne,
-        libc::AF_UNIX as u64,
-    )
-    .map_err(|e| setup("seccomp condition", e))?;
-    let not_unix = SeccompRule::new(vec![not_unix]).map_err(|e| setup("seccomp rule", e))?;
+    // An empty rule list matches the system call whatever its arguments.
+    let socket_rules = if network {
+        let unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::AF_UNIX as u64,
+        )
+        .map_err(|e| setup("seccomp condition", e))?;
+        vec![SeccompRule::new(vec![unix]).map_err(|e| setup("seccomp rule", e))?]
+    } else {
+        Vec::new()
+    };
     let filter = SeccompFilter::new(
         BTreeMap::from([
-            (libc::SYS_socket, vec![not_unix]),
-            (libc::SYS_io_uring_setup, vec![]),
+            (libc::SYS_socket, socket_rules),
+            (libc::SYS_io_uring_setup, Vec::new()),
         ]),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EACCES as u32),

@@ -1,7 +1,8 @@
 //! Stdio MCP servers inside their sandbox (`McpTransport::SandboxedStdio`: Landlock and
 //! seccomp on Linux). The hostile fixture `hostile_server.py` tries to read a secret and
 //! the test process's environment, write outside its grant, reach real TCP and UDP
-//! listeners, connect to an abstract Unix socket and signal the test process: under a
+//! listeners, connect to a named and an abstract Unix socket and signal the test process:
+//! under a
 //! sandbox each is refused by the kernel, and a good call (reading the granted file,
 //! writing the granted folder) still works. The same server without a sandbox succeeds at
 //! all of it (so these tests can fail), and `network = true` lets TCP through while the
@@ -35,6 +36,9 @@ struct World {
     udp: UdpSocket,
     abstract_name: String,
     _abstract: UnixListener,
+    /// A named Unix socket outside the grant (think ssh-agent or docker.sock).
+    named: PathBuf,
+    _named: UnixListener,
 }
 
 impl World {
@@ -57,6 +61,8 @@ impl World {
         let addr = SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
         let abstract_listener = UnixListener::bind_addr(&addr).unwrap();
         abstract_listener.set_nonblocking(true).unwrap();
+        let named = home.join("agent.sock");
+        let named_listener = UnixListener::bind(&named).unwrap();
         Self {
             granted,
             out,
@@ -65,6 +71,8 @@ impl World {
             udp,
             abstract_name,
             _abstract: abstract_listener,
+            named,
+            _named: named_listener,
         }
     }
 
@@ -229,6 +237,10 @@ async fn probe_all(client: &McpClient, world: &World) -> Vec<(&'static str, Valu
             .await,
         ),
         (
+            "named unix connect",
+            call(client, "unix_connect", json!({"path": world.named})).await,
+        ),
+        (
             "signal the host",
             call(client, "signal", json!({"pid": std::process::id()})).await,
         ),
@@ -271,11 +283,12 @@ async fn sandboxed_server_is_denied_outside_its_grant_and_good_calls_still_work(
 
     let reports = probe_all(&client, &world).await;
     for (what, report) in &reports {
-        let errno = match *what {
-            // Landlock scopes and the seccomp filter answer EPERM / EACCES respectively;
-            // Landlock's filesystem rules answer EACCES.
-            "abstract unix connect" | "signal the host" => EPERM,
-            _ => EACCES,
+        // Landlock's filesystem and network rules and the seccomp filter answer EACCES;
+        // Landlock's signal scope answers EPERM.
+        let errno = if *what == "signal the host" {
+            EPERM
+        } else {
+            EACCES
         };
         assert_denied(report, errno, what);
     }
@@ -332,6 +345,19 @@ async fn network_true_lets_tcp_through_while_files_stay_confined() {
     assert_denied(&secret, EACCES, "read secret with network = true");
     let signal = call(&client, "signal", json!({"pid": std::process::id()})).await;
     assert_denied(&signal, EPERM, "signal with network = true");
+    let named = call(&client, "unix_connect", json!({"path": world.named})).await;
+    assert_denied(&named, EACCES, "named unix connect with network = true");
+    let abstract_ = call(
+        &client,
+        "abstract_connect",
+        json!({"name": world.abstract_name}),
+    )
+    .await;
+    assert_denied(
+        &abstract_,
+        EACCES,
+        "abstract unix connect with network = true",
+    );
 
     good_calls(&client, &world).await;
     client.close().await.unwrap();
@@ -457,4 +483,65 @@ async fn an_unsandboxed_server_is_warned_about_once_and_a_sandboxed_one_not_at_a
         "{text}"
     );
     assert!(text.contains("add `sandbox = {"), "{text}");
+}
+
+#[tokio::test]
+async fn node_filesystem_server_runs_sandboxed_and_its_own_allowlist_cannot_widen_it() {
+    let Some(script) = support::filesystem() else {
+        return;
+    };
+    let world = World::new("node");
+    // The node_modules tree the script lives in (…/node/node_modules/@scope/pkg/dist).
+    let modules = script
+        .ancestors()
+        .find(|p| p.ends_with("node_modules"))
+        .expect("the script lives in a node_modules folder")
+        .to_path_buf();
+    // server-filesystem is told it may serve the home folder too (a misconfiguration);
+    // the sandbox only grants the granted folder, and wins.
+    let client = McpClient::new(
+        "fs",
+        McpTransport::SandboxedStdio {
+            command: "node".into(),
+            args: vec![
+                script.display().to_string(),
+                world.granted.display().to_string(),
+                world.home.display().to_string(),
+            ],
+            env: Vec::new(),
+            sandbox: McpSandbox {
+                read: vec![modules, world.granted.clone()],
+                write: Vec::new(),
+                network: false,
+            },
+        },
+    )
+    .with_timeout(30);
+    client.connect().await.unwrap();
+
+    let err = client
+        .call_tool("read_text_file", json!({"path": world.secret()}))
+        .await
+        .unwrap_err();
+    match &err {
+        McpClientError::ToolFailed { message, .. } => {
+            assert!(
+                message.contains("EACCES") || message.contains("ermission denied"),
+                "{message}"
+            );
+            assert!(!message.contains("PRIVATE KEY"), "{message}");
+        }
+        other => panic!("expected a denied read, got {other:?}"),
+    }
+
+    let out = client
+        .call_tool_output(
+            "read_text_file",
+            json!({"path": world.granted.join("data.txt")}),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    assert!(out.render.contains("granted content"), "{}", out.render);
+    client.close().await.unwrap();
 }
