@@ -7,8 +7,8 @@
 //! env = { API_KEY = "..." }      # the child's whole environment (it starts empty)
 //! inherit_env = ["HOME"]          # host variables copied into it by name
 //! timeout_secs = 30               # per request (default 30)
-//! # Confine it (Linux, Landlock + seccomp; docs/permissions.md "Sandboxed MCP servers"):
-//! sandbox = { read = ["/usr/lib/node_modules"], write = ["/root/.npm"], network = true }
+//! # Confine it (see `sandbox` below):
+//! sandbox = { read = ["/usr/lib/node_modules"], write = ["/home/me/.npm"], network = true }
 //!
 //! [mcp.servers.remote]
 //! url = "http://127.0.0.1:3001/mcp"
@@ -18,23 +18,32 @@
 //! ## `sandbox`
 //!
 //! A `command` server with `sandbox = { read = [...], write = [...], network = false }`
-//! ([`McpSandbox`]) runs confined: it may read (and execute) only the `read` paths, the
-//! runtime base ([`crate::sandbox::RUNTIME_BASE`]: `/usr`, `/lib*`, `/bin`, `/sbin`, a
-//! few non-secret files of `/etc`, `/dev/null`, `/dev/urandom`, ...) and its own
-//! executable; it may also write, create and delete only beneath the `write` paths. With
-//! `network = false` (the default) it can neither bind nor connect TCP (Landlock) nor open
-//! any non-Unix socket, UDP and raw included (seccomp); with `network = true` the network
-//! is not restricted. It can never connect to abstract Unix sockets or signal processes
-//! outside its sandbox. Paths must be **absolute** (`~` and relative paths are refused)
-//! and must exist; a folder grants everything beneath it. Grant what the program needs to
-//! start: an interpreter's prefix (for a venv, the venv and the Python it was made from),
-//! its script, its packages. Not restricted: connecting to *named* Unix sockets (Landlock
-//! ABI < 9), reading through file descriptors the server inherited (only its stdio).
+//! ([`McpSandbox`]) runs confined (Linux: Landlock and seccomp):
+//!
+//! - **files**: it may read and execute only the `read` paths, its own executable and the
+//!   runtime base ([`crate::sandbox::RUNTIME_BASE`]: `/usr`, `/lib*`, `/bin`, `/sbin`, a
+//!   few non-secret files of `/etc`, `/dev/null`, `/dev/urandom`, ...; not `/proc`,
+//!   `/tmp` or any home folder); it may write, create and delete only beneath the `write`
+//!   paths;
+//! - **network**: with `network = false` (the default) it can neither bind nor connect TCP
+//!   (Landlock) nor create any IP socket, UDP and raw included (seccomp); with
+//!   `network = true` TCP and UDP are not restricted at all;
+//! - **other programs**: it can never create a Unix socket (so no ssh-agent, D-Bus or
+//!   `docker.sock`; `socketpair(2)` still works), connect to an abstract Unix socket,
+//!   or signal or trace a process outside its sandbox.
+//!
+//! Paths must be **absolute** (`~` and relative paths are refused: this file may be read
+//! from anywhere) and must exist when the server starts; a folder grants everything
+//! beneath it. Grant what the program needs to start: an interpreter's prefix (for a
+//! Python venv, the venv and the Python it was made from, `sys.base_prefix`), its script,
+//! its packages (for Node, the `node_modules` folder).
 //!
 //! A declared sandbox is never dropped: on a kernel without Landlock ABI 6 (Linux 6.12),
 //! or on another OS, connecting fails with [`McpSandboxError::Unsupported`] and the server
-//! is not started. A stdio server without `sandbox` runs with all the user's rights; the
-//! client logs a warning saying so when it first connects.
+//! is not started; a missing path fails with [`McpSandboxError::MissingPath`] naming it.
+//! A stdio server without `sandbox` runs with all the user's rights; the client logs a
+//! warning saying so when it first connects. docs/permissions.md, "Sandboxed MCP
+//! servers", lists exactly what is and is not enforced.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

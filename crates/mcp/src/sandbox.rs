@@ -129,12 +129,12 @@ pub enum McpSandboxError {
     /// This system cannot enforce the sandbox (no Landlock, a Landlock ABI too old for a
     /// declared rule, or not Linux).
     #[error(
-        "sandbox not supported: {reason}; the server was not started (a declared sandbox is \
-         never dropped silently: run it on Linux 6.12 or later with Landlock enabled, or \
-         remove `sandbox` from its entry to run it unconfined)"
+        "{reason}; the server was not started (a declared sandbox is never dropped \
+         silently: run it on Linux 6.12 or later with Landlock enabled, or remove `sandbox` \
+         from its entry to run it unconfined)"
     )]
     Unsupported {
-        /// What is missing.
+        /// What is missing, as a sentence starting "sandbox not supported".
         reason: String,
     },
     /// Building the Landlock ruleset or the seccomp filter failed.
@@ -174,7 +174,8 @@ impl McpSandbox {
         {
             let _ = (program, cmd);
             Err(McpSandboxError::Unsupported {
-                reason: "sandbox not supported on this OS (only Linux, with Landlock)".into(),
+                reason: "sandbox not supported on this OS (it needs Linux: Landlock and seccomp)"
+                    .into(),
             })
         }
     }

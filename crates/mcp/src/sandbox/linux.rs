@@ -48,7 +48,7 @@ fn setup(what: &str, e: impl std::fmt::Display) -> McpSandboxError {
 
 fn unsupported(what: &str, e: impl std::fmt::Display) -> McpSandboxError {
     McpSandboxError::Unsupported {
-        reason: format!("Landlock {what}: {e}"),
+        reason: format!("sandbox not supported: Landlock {what}: {e}"),
     }
 }
 
@@ -78,11 +78,11 @@ impl Prepared {
         if abi < MIN_ABI {
             return Err(McpSandboxError::Unsupported {
                 reason: match abi {
-                    ..0 => "this kernel has no Landlock (CONFIG_SECURITY_LANDLOCK), or it is \
+                    ..0 => "sandbox not supported: this kernel has no Landlock (CONFIG_SECURITY_LANDLOCK), or it is \
                             not enabled (add `landlock` to the `lsm=` boot parameter)"
                         .into(),
                     _ => format!(
-                        "this kernel offers Landlock ABI {abi}; the sandbox needs ABI \
+                        "sandbox not supported: this kernel offers Landlock ABI {abi}; the sandbox needs ABI \
                          {MIN_ABI} (Linux 6.12) to scope abstract Unix sockets and signals"
                     ),
                 },
@@ -223,7 +223,7 @@ fn add_path(
 fn socket_filter(network: bool) -> Result<BpfProgram, McpSandboxError> {
     let arch =
         TargetArch::try_from(std::env::consts::ARCH).map_err(|e| McpSandboxError::Unsupported {
-            reason: format!("no seccomp filter for this CPU architecture: {e}"),
+            reason: format!("sandbox not supported: no seccomp filter for this CPU: {e}"),
         })?;
     // An empty rule list matches the system call whatever its arguments.
     let socket_rules = if network {
