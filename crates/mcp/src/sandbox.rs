@@ -1,6 +1,6 @@
 //! Confining a stdio MCP server: the `sandbox = { read, write, network }` table of a
 //! `[mcp.servers.NAME]` entry ([`McpSandbox`]), its errors ([`McpSandboxError`]), and the
-//! platform code that enforces it on the child process (Linux: [`linux`], with Landlock and
+//! platform code that enforces it on the child process (Linux: `sandbox/linux.rs`, with Landlock and
 //! a small seccomp filter).
 //!
 //! MCP servers are not trusted (docs/design.md, threat model): a server that declares a
