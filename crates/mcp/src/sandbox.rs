@@ -1,7 +1,7 @@
 //! Confining a stdio MCP server: the `sandbox = { read, write, network }` table of a
 //! `[mcp.servers.NAME]` entry ([`McpSandbox`]), its errors ([`McpSandboxError`]), and the
-//! platform code that enforces it on the child process (Linux: `sandbox/linux.rs`, with Landlock and
-//! a small seccomp filter).
+//! platform code that enforces it on the child process (Linux: `sandbox/linux.rs`, with
+//! Landlock and a small seccomp filter).
 //!
 //! MCP servers are not trusted (docs/design.md, threat model): a server that declares a
 //! sandbox runs confined, and one that cannot be confined as declared is **not started**

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    PathFdError, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -78,12 +78,14 @@ impl Prepared {
         if abi < MIN_ABI {
             return Err(McpSandboxError::Unsupported {
                 reason: match abi {
-                    ..0 => "sandbox not supported: this kernel has no Landlock (CONFIG_SECURITY_LANDLOCK), or it is \
-                            not enabled (add `landlock` to the `lsm=` boot parameter)"
+                    ..0 => "sandbox not supported: this kernel has no Landlock \
+                            (CONFIG_SECURITY_LANDLOCK), or it is not enabled (add `landlock` \
+                            to the `lsm=` boot parameter)"
                         .into(),
                     _ => format!(
-                        "sandbox not supported: this kernel offers Landlock ABI {abi}; the sandbox needs ABI \
-                         {MIN_ABI} (Linux 6.12) to scope abstract Unix sockets and signals"
+                        "sandbox not supported: this kernel offers Landlock ABI {abi}; the \
+                         sandbox needs ABI {MIN_ABI} (Linux 6.12) to scope abstract Unix \
+                         sockets and signals"
                     ),
                 },
             });
@@ -171,42 +173,29 @@ impl Prepared {
     }
 }
 
-/// Adds a rule granting `access` beneath `path` (narrowed to what a non-directory may
-/// get, for files). A missing runtime-base entry (`list` is `None`) is skipped; a missing
-/// granted path is an error.
+/// Adds a rule granting `access` beneath `path`. The path is opened once (`O_PATH`) and
+/// the rule is bound to what was opened; for a non-directory the crate narrows `access` to
+/// the rights a file can have (best effort, so it only ever narrows). A missing
+/// runtime-base entry (`list` is `None`) is skipped; a missing granted path is an error.
 fn add_path(
     created: RulesetCreated,
     path: &Path,
     access: BitFlags<AccessFs>,
     list: Option<&'static str>,
 ) -> Result<RulesetCreated, McpSandboxError> {
-    let fd = match PathFd::new(path) {
-        Ok(fd) => fd,
-        Err(e) => {
-            return match list {
-                None => Ok(created),
-                Some(list) => Err(McpSandboxError::MissingPath {
-                    list,
-                    path: path.to_path_buf(),
-                    source: std::fs::metadata(path)
-                        .err()
-                        .unwrap_or_else(|| io::Error::other(e.to_string())),
-                }),
+    let fd = match (PathFd::new(path), list) {
+        (Ok(fd), _) => fd,
+        (Err(_), None) => return Ok(created),
+        (Err(e), Some(list)) => {
+            let source = match e {
+                PathFdError::OpenCall { source, .. } => source,
+                other => io::Error::other(other.to_string()),
             };
-        }
-    };
-    let access = match std::fs::metadata(path) {
-        Ok(m) if !m.is_dir() => access & AccessFs::from_file(LATEST),
-        Ok(_) => access,
-        Err(source) => {
-            return match list {
-                None => Ok(created),
-                Some(list) => Err(McpSandboxError::MissingPath {
-                    list,
-                    path: path.to_path_buf(),
-                    source,
-                }),
-            };
+            return Err(McpSandboxError::MissingPath {
+                list,
+                path: path.to_path_buf(),
+                source,
+            });
         }
     };
     created
