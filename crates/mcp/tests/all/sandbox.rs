@@ -1,5 +1,6 @@
 //! Stdio MCP servers inside their sandbox (`McpTransport::SandboxedStdio`: Landlock and
-//! seccomp on Linux). The hostile fixture `hostile_server.py` tries to read a secret and
+//! seccomp on Linux). The hostile fixture `hostile_server.py` tries to read a secret
+//! (itself and through `/bin/cat`) and
 //! the test process's environment, write outside its grant, reach real TCP and UDP
 //! listeners, connect to a named and an abstract Unix socket and signal the test process:
 //! under a
@@ -195,6 +196,10 @@ async fn probe_all(client: &McpClient, world: &World) -> Vec<(&'static str, Valu
         (
             "read secret",
             call(client, "read_file", json!({"path": world.secret()})).await,
+        ),
+        (
+            "child process reads secret",
+            call(client, "spawn_cat", json!({"path": world.secret()})).await,
         ),
         (
             "read host environ",
