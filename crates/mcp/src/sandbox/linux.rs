@@ -71,25 +71,31 @@ fn kernel_abi() -> i64 {
     v as i64
 }
 
+/// Refuses a kernel whose Landlock ABI (`abi`, negative when there is none) is older than
+/// [`MIN_ABI`].
+fn check_abi(abi: i64) -> Result<(), McpSandboxError> {
+    if abi < MIN_ABI {
+        return Err(McpSandboxError::Unsupported {
+            reason: match abi {
+                ..0 => "sandbox not supported: this kernel has no Landlock \
+                        (CONFIG_SECURITY_LANDLOCK), or it is not enabled (add `landlock` \
+                        to the `lsm=` boot parameter)"
+                    .into(),
+                _ => format!(
+                    "sandbox not supported: this kernel offers Landlock ABI {abi}; the \
+                     sandbox needs ABI {MIN_ABI} (Linux 6.12) to scope abstract Unix \
+                     sockets and signals"
+                ),
+            },
+        });
+    }
+    Ok(())
+}
+
 impl Prepared {
     /// Checks the kernel and builds the ruleset (and seccomp filter) for `program`.
     pub(crate) fn new(sandbox: &McpSandbox, program: &Path) -> Result<Self, McpSandboxError> {
-        let abi = kernel_abi();
-        if abi < MIN_ABI {
-            return Err(McpSandboxError::Unsupported {
-                reason: match abi {
-                    ..0 => "sandbox not supported: this kernel has no Landlock \
-                            (CONFIG_SECURITY_LANDLOCK), or it is not enabled (add `landlock` \
-                            to the `lsm=` boot parameter)"
-                        .into(),
-                    _ => format!(
-                        "sandbox not supported: this kernel offers Landlock ABI {abi}; the \
-                         sandbox needs ABI {MIN_ABI} (Linux 6.12) to scope abstract Unix \
-                         sockets and signals"
-                    ),
-                },
-            });
-        }
+        check_abi(kernel_abi())?;
 
         // Everything ABI 6 defines is a hard requirement (an error, never dropped
         // silently; the check above makes it one the kernel meets). What later ABIs add
@@ -240,4 +246,38 @@ fn socket_filter(network: bool) -> Result<BpfProgram, McpSandboxError> {
     filter
         .try_into()
         .map_err(|e: seccompiler::BackendError| setup("seccomp program", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_or_missing_landlock_is_refused_with_the_version_named() {
+        for (abi, says) in [
+            (-1, "has no Landlock"),
+            (4, "offers Landlock ABI 4; the sandbox needs ABI 6"),
+            (5, "offers Landlock ABI 5"),
+        ] {
+            match check_abi(abi) {
+                Err(e @ McpSandboxError::Unsupported { .. }) => {
+                    let msg = e.to_string();
+                    assert!(msg.contains(says), "{msg}");
+                    assert!(msg.starts_with("sandbox not supported"), "{msg}");
+                    assert!(msg.contains("the server was not started"), "{msg}");
+                }
+                other => panic!("ABI {abi}: expected Unsupported, got {other:?}"),
+            }
+        }
+        assert!(check_abi(6).is_ok());
+        assert!(check_abi(7).is_ok());
+    }
+
+    #[test]
+    fn this_kernel_offers_at_least_the_required_abi() {
+        // The machines this project runs on (and CI) report Landlock ABI 7; a sandboxed
+        // server test would fail closed on anything older, and this says why first.
+        let abi = kernel_abi();
+        assert!(abi >= MIN_ABI, "kernel Landlock ABI {abi}");
+    }
 }
