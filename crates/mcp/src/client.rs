@@ -8,7 +8,9 @@
 //!   `notifications/cancelled` and the call fails with `McpClientError::Timeout` (`McpTimeout` in the registry). A call whose
 //!   `ToolContext` is cancelled, or whose future is dropped, also sends
 //!   `notifications/cancelled`.
-//! - A stdio child runs with a **cleared environment** plus exactly the listed variables;
+//! - A stdio child runs with a **cleared environment** plus exactly the listed variables,
+//!   and, when its transport is [`McpTransport::SandboxedStdio`], inside the declared
+//!   sandbox ([`crate::sandbox`]; it is not started when the sandbox cannot be enforced);
 //!   its stderr goes to `tracing` (target `toolhost_mcp::stderr`), capped per line and in
 //!   total, and its last lines are quoted in error messages. A stdout line longer than
 //!   [`StdioLimits::max_line_bytes`] closes the connection with an error (memory stays
@@ -70,6 +72,9 @@ struct Shared {
     failures: AtomicU32,
     reconnects: AtomicU64,
     closed: AtomicBool,
+    /// Set once the "runs unsandboxed" warning was logged (it is logged once per client,
+    /// not at every reconnect).
+    warned_unsandboxed: AtomicBool,
     stop: CancellationToken,
 }
 
@@ -125,6 +130,7 @@ impl McpClient {
                 failures: AtomicU32::new(0),
                 reconnects: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
+                warned_unsandboxed: AtomicBool::new(false),
                 stop: CancellationToken::new(),
             }),
         }

@@ -7,11 +7,43 @@
 //! env = { API_KEY = "..." }      # the child's whole environment (it starts empty)
 //! inherit_env = ["HOME"]          # host variables copied into it by name
 //! timeout_secs = 30               # per request (default 30)
+//! # Confine it (see `sandbox` below):
+//! sandbox = { read = ["/usr/lib/node_modules"], write = ["/home/me/.npm"], network = true }
 //!
 //! [mcp.servers.remote]
 //! url = "http://127.0.0.1:3001/mcp"
 //! headers = { Authorization = "Bearer ..." }
 //! ```
+//!
+//! ## `sandbox`
+//!
+//! A `command` server with `sandbox = { read = [...], write = [...], network = false }`
+//! ([`McpSandbox`]) runs confined (Linux: Landlock and seccomp):
+//!
+//! - **files**: it may read and execute only the `read` paths, its own executable and the
+//!   runtime base ([`crate::sandbox::RUNTIME_BASE`]: `/usr`, `/lib*`, `/bin`, `/sbin`, a
+//!   few non-secret files of `/etc`, `/dev/null`, `/dev/urandom`, ...; not `/proc`,
+//!   `/tmp` or any home folder); it may write, create and delete only beneath the `write`
+//!   paths;
+//! - **network**: with `network = false` (the default) it can neither bind nor connect TCP
+//!   (Landlock) nor create any IP socket, UDP and raw included (seccomp); with
+//!   `network = true` TCP and UDP are not restricted at all;
+//! - **other programs**: it can never create a Unix socket (so no ssh-agent, D-Bus or
+//!   `docker.sock`; `socketpair(2)` still works), connect to an abstract Unix socket,
+//!   or signal or trace a process outside its sandbox.
+//!
+//! Paths must be **absolute** (`~` and relative paths are refused: this file may be read
+//! from anywhere) and must exist when the server starts; a folder grants everything
+//! beneath it. Grant what the program needs to start: an interpreter's prefix (for a
+//! Python venv, the venv and the Python it was made from, `sys.base_prefix`), its script,
+//! its packages (for Node, the `node_modules` folder).
+//!
+//! A declared sandbox is never dropped: on a kernel without Landlock ABI 6 (Linux 6.12),
+//! or on another OS, connecting fails with [`McpSandboxError::Unsupported`] and the server
+//! is not started; a missing path fails with [`McpSandboxError::MissingPath`] naming it.
+//! A stdio server without `sandbox` runs with all the user's rights; the client logs a
+//! warning saying so when it first connects. docs/permissions.md, "Sandboxed MCP
+//! servers", lists exactly what is and is not enforced.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,6 +53,9 @@ use toolhost_core::tools::ToolRegistry;
 
 use crate::client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 use crate::error::{McpConfigError, McpLoadError, McpServerProblem};
+use crate::sandbox::McpSandbox;
+#[cfg(doc)]
+use crate::sandbox::McpSandboxError;
 
 /// The `[mcp]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -57,13 +92,18 @@ pub struct McpServerConfig {
     /// Set to `false` to keep the entry but not connect it.
     #[serde(default)]
     pub disabled: bool,
+    /// Run the (stdio) server confined to these paths and this network access.
+    #[serde(default)]
+    pub sandbox: Option<McpSandbox>,
 }
 
 impl McpServerConfig {
-    /// The transport this entry describes; an error when it has both or neither of
-    /// `command` and `url`.
+    /// The transport this entry describes ([`McpTransport::SandboxedStdio`] when it
+    /// declares a `sandbox`); an error when it has both or neither of `command` and `url`,
+    /// or a `sandbox` on a `url` server.
     pub fn transport(&self) -> Result<McpTransport, McpConfigError> {
         match (&self.command, &self.url) {
+            (None, Some(_)) if self.sandbox.is_some() => Err(McpConfigError::SandboxWithoutCommand),
             (Some(command), None) => {
                 let mut env: Vec<(String, String)> = Vec::new();
                 for name in &self.inherit_env {
@@ -72,10 +112,18 @@ impl McpServerConfig {
                     }
                 }
                 env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-                Ok(McpTransport::Stdio {
-                    command: command.clone(),
-                    args: self.args.clone(),
-                    env,
+                Ok(match &self.sandbox {
+                    None => McpTransport::Stdio {
+                        command: command.clone(),
+                        args: self.args.clone(),
+                        env,
+                    },
+                    Some(sandbox) => McpTransport::SandboxedStdio {
+                        command: command.clone(),
+                        args: self.args.clone(),
+                        env,
+                        sandbox: sandbox.clone(),
+                    },
                 })
             }
             (None, Some(url)) => Ok(McpTransport::StreamableHttp {
@@ -202,5 +250,32 @@ mod tests {
             Err(McpConfigError::NoTransport)
         );
         assert_eq!(cfg.servers["c"].timeout(), DEFAULT_MCP_TIMEOUT);
+    }
+
+    #[test]
+    fn a_sandbox_makes_a_sandboxed_stdio_transport() {
+        let cfg: McpConfig = serde_json::from_value(serde_json::json!({
+            "servers": {
+                "s": {"command": "python3", "sandbox": {"read": ["/srv/in"], "write": ["/srv/out"]}},
+                "u": {"url": "http://127.0.0.1:1/mcp", "sandbox": {}},
+            }
+        }))
+        .unwrap();
+        match cfg.servers["s"].transport().unwrap() {
+            McpTransport::SandboxedStdio { sandbox, .. } => {
+                assert_eq!(sandbox.read, vec![std::path::PathBuf::from("/srv/in")]);
+                assert_eq!(sandbox.write, vec![std::path::PathBuf::from("/srv/out")]);
+                assert!(!sandbox.network, "network defaults to off");
+            }
+            other => panic!("expected SandboxedStdio, got {other:?}"),
+        }
+        assert_eq!(
+            cfg.servers["u"].transport(),
+            Err(McpConfigError::SandboxWithoutCommand)
+        );
+        let bad: Result<McpConfig, _> = serde_json::from_value(serde_json::json!({
+            "servers": {"s": {"command": "x", "sandbox": {"read": [], "netwrok": true}}}
+        }));
+        assert!(bad.unwrap_err().to_string().contains("netwrok"));
     }
 }

@@ -103,6 +103,15 @@ pub enum McpClientError {
         /// The tool's message.
         message: String,
     },
+    /// The server declares a sandbox that cannot be set up (bad path, unsupported kernel
+    /// or OS); it was not started.
+    #[error("MCP server '{server}': {source}")]
+    Sandbox {
+        /// The configured server name.
+        server: String,
+        /// What is wrong.
+        source: crate::sandbox::McpSandboxError,
+    },
     /// The transport configuration is invalid (bad URL, bad header).
     #[error("MCP server '{server}': invalid configuration: {message}")]
     Config {
@@ -140,6 +149,11 @@ pub enum McpConfigError {
     /// Neither is set.
     #[error("set `command` (stdio) or `url` (Streamable HTTP)")]
     NoTransport,
+    /// `sandbox` is set on a `url` server: only a process this host starts can be confined.
+    #[error(
+        "`sandbox` applies only to a `command` (stdio) server; remove it from this `url` entry"
+    )]
+    SandboxWithoutCommand,
 }
 
 /// Why one configured server (or one of its tools) did not load; see

@@ -4,6 +4,8 @@
 //!   turns its tools into registry tools ([`McpTool`]), kept in sync on `list_changed`.
 //! - [`server`] serves a [`ToolRegistry`](toolhost_core::tools::ToolRegistry) as an MCP
 //!   server over stdio or Streamable HTTP.
+//! - [`sandbox`] confines a stdio server that declares `sandbox = { ... }` (Linux: Landlock
+//!   and seccomp; see docs/permissions.md, "Sandboxed MCP servers").
 //!
 //! The `toolhost` crate re-exports the client types from `toolhost::tools`, so
 //! `use toolhost::tools::McpClient` works (part of the public API contract,
@@ -13,6 +15,7 @@ pub mod client;
 pub mod config;
 mod error;
 pub mod info;
+pub mod sandbox;
 pub mod server;
 pub mod stdio;
 mod sync;
@@ -22,6 +25,7 @@ pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 pub use config::{McpConfig, McpServerConfig};
 pub use error::{McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem};
 pub use info::{McpToolAnnotations, McpToolInfo};
+pub use sandbox::{McpSandbox, McpSandboxError};
 pub use server::McpServer;
 pub use stdio::StdioLimits;
 pub use sync::{McpRegistered, ToolFilter};

@@ -1,8 +1,10 @@
-//! Opening a connection: [`McpTransport`] (a stdio child process or Streamable HTTP),
-//! spawning the child with a cleared environment, the handshake under the client's
-//! timeout, and the rmcp handler ([`Hooks`]) that forwards `list_changed` and progress.
+//! Opening a connection: [`McpTransport`] (a stdio child process, sandboxed or not, or
+//! Streamable HTTP), spawning the child with a cleared environment (and inside its
+//! sandbox, when one is declared), the handshake under the client's timeout, and the rmcp
+//! handler ([`Hooks`]) that forwards `list_changed` and progress.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +24,7 @@ use toolhost_core::tools::ToolContext;
 use super::McpClient;
 use super::connection::{Conn, why_closed};
 use crate::error::McpClientError;
+use crate::sandbox::McpSandbox;
 use crate::stdio::{ChildState, LineGuard, codec_max_line, pump_stderr, resolve_command};
 
 /// How long a child may take to exit after it was told to.
@@ -38,6 +41,19 @@ pub enum McpTransport {
         args: Vec<String>,
         /// The child's whole environment: it starts empty and gets exactly these variables.
         env: Vec<(String, String)>,
+    },
+    /// Like [`McpTransport::Stdio`], but the child runs inside `sandbox` (see
+    /// [`crate::sandbox`]); when the sandbox cannot be enforced here, the server is not
+    /// started and connecting fails with [`McpClientError::Sandbox`].
+    SandboxedStdio {
+        /// The program (looked up in the host's `PATH`).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// The child's whole environment: it starts empty and gets exactly these variables.
+        env: Vec<(String, String)>,
+        /// What the child may read, write and reach.
+        sandbox: McpSandbox,
     },
     /// Streamable HTTP (MCP 2025-03-26 and later): one endpoint, JSON or SSE replies.
     StreamableHttp {
@@ -129,70 +145,20 @@ impl McpClient {
     }
 
     pub(super) async fn open(&self) -> Result<Conn, McpClientError> {
-        let server = self.cfg.server.clone();
-        let timeout = self.cfg.timeout;
-        let hooks = self.hooks();
         match &self.cfg.transport {
             McpTransport::Stdio { command, args, env } => {
-                let program = resolve_command(command);
-                let mut cmd = tokio::process::Command::new(&program);
-                cmd.args(args)
-                    .env_clear()
-                    .envs(env.iter().map(|(k, v)| (k, v)))
-                    .stdin(std::process::Stdio::piped())
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .kill_on_drop(true);
-                let mut child = cmd.spawn().map_err(|source| McpClientError::Spawn {
-                    server: server.clone(),
-                    command: std::iter::once(command.as_str())
-                        .chain(args.iter().map(String::as_str))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    source,
-                })?;
-                let state = Arc::new(ChildState::default());
-                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-                    return Err(McpClientError::Handshake {
-                        server,
-                        message: "the child's stdio pipes are missing".into(),
-                    });
-                };
-                if let Some(stderr) = child.stderr.take() {
-                    tokio::spawn(pump_stderr(
-                        server.clone(),
-                        stderr,
-                        self.cfg.limits,
-                        state.clone(),
-                    ));
-                }
-                let child = Arc::new(tokio::sync::Mutex::new(child));
-                let reader =
-                    LineGuard::with_state(stdout, self.cfg.limits.max_line_bytes, state.clone());
-                let transport = AsyncRwTransport::<RoleClient, _, _>::new_client(reader, stdin)
-                    .with_max_line_length(codec_max_line(self.cfg.limits.max_line_bytes));
-                let served = tokio::time::timeout(timeout, hooks.serve(transport)).await;
-                let service = match served {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        let note = why_closed(Some(&child), &state).await;
-                        return Err(McpClientError::Handshake {
-                            server,
-                            message: format!("{e}; {note}"),
-                        });
-                    }
-                    Err(_) => {
-                        kill_child(&child).await;
-                        return Err(McpClientError::Timeout {
-                            server,
-                            what: "initialize".into(),
-                            timeout,
-                        });
-                    }
-                };
-                Ok(Self::finish(service, Some(child), state).await)
+                self.open_stdio(command, args, env, None).await
             }
+            McpTransport::SandboxedStdio {
+                command,
+                args,
+                env,
+                sandbox,
+            } => self.open_stdio(command, args, env, Some(sandbox)).await,
             McpTransport::StreamableHttp { url, headers } => {
+                let server = self.cfg.server.clone();
+                let timeout = self.cfg.timeout;
+                let hooks = self.hooks();
                 let mut map = HashMap::new();
                 let mut auth = None;
                 for (k, v) in headers.iter().flatten() {
@@ -239,6 +205,96 @@ impl McpClient {
                 Ok(Self::finish(service, None, Arc::new(ChildState::default())).await)
             }
         }
+    }
+
+    /// Starts the child (inside `sandbox`, if any) and runs the handshake over its stdio.
+    async fn open_stdio(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &[(String, String)],
+        sandbox: Option<&McpSandbox>,
+    ) -> Result<Conn, McpClientError> {
+        let server = self.cfg.server.clone();
+        let timeout = self.cfg.timeout;
+        let hooks = self.hooks();
+        let program = resolve_command(command);
+        let mut cmd = tokio::process::Command::new(&program);
+        match sandbox {
+            Some(sandbox) => {
+                sandbox
+                    .apply(&program, &mut cmd)
+                    .map_err(|source| McpClientError::Sandbox {
+                        server: server.clone(),
+                        source,
+                    })?
+            }
+            None => {
+                if !self.shared.warned_unsandboxed.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        server = %server,
+                        "server {server} runs unsandboxed: it can read and write all \
+                         your files and use the network; add `sandbox = {{ read = \
+                         [...], write = [...], network = false }}` to \
+                         [mcp.servers.{server}] (docs/permissions.md)"
+                    );
+                }
+            }
+        }
+        cmd.args(args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|source| McpClientError::Spawn {
+            server: server.clone(),
+            command: std::iter::once(command)
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            source,
+        })?;
+        let state = Arc::new(ChildState::default());
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(McpClientError::Handshake {
+                server,
+                message: "the child's stdio pipes are missing".into(),
+            });
+        };
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(pump_stderr(
+                server.clone(),
+                stderr,
+                self.cfg.limits,
+                state.clone(),
+            ));
+        }
+        let child = Arc::new(tokio::sync::Mutex::new(child));
+        let reader = LineGuard::with_state(stdout, self.cfg.limits.max_line_bytes, state.clone());
+        let transport = AsyncRwTransport::<RoleClient, _, _>::new_client(reader, stdin)
+            .with_max_line_length(codec_max_line(self.cfg.limits.max_line_bytes));
+        let served = tokio::time::timeout(timeout, hooks.serve(transport)).await;
+        let service = match served {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                let note = why_closed(Some(&child), &state).await;
+                return Err(McpClientError::Handshake {
+                    server,
+                    message: format!("{e}; {note}"),
+                });
+            }
+            Err(_) => {
+                kill_child(&child).await;
+                return Err(McpClientError::Timeout {
+                    server,
+                    what: "initialize".into(),
+                    timeout,
+                });
+            }
+        };
+        Ok(Self::finish(service, Some(child), state).await)
     }
 
     async fn finish(

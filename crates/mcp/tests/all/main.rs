@@ -11,5 +11,6 @@ mod client_everything;
 mod client_misbehaving;
 mod client_peers;
 mod http_limits;
+mod sandbox;
 mod server;
 mod support;
