@@ -2,7 +2,8 @@
 //!
 //! The modules: [`base`] (BaseTool, ToolContext, ToolOutput), [`error`] (ToolError),
 //! [`permission`] (Permission, PermissionConfig, PermissionChecker, risk levels and
-//! approvals), [`registry`] (ToolRegistry and the invocation pipeline), [`definition`]
+//! approvals), [`hooks`] (the permission hook chain and the shipped hooks),
+//! [`approvals`] (approval scopes and the store of "always" decisions), [`registry`] (ToolRegistry and the invocation pipeline), [`definition`]
 //! (the definition offered to a model), [`typed`] (typed `Tool` and closure
 //! `DynamicTool`), [`render`] (truncation) and [`events`] (pipeline events and the audit
 //! sink), [`redact`] (what counts as a secret, for the audit and for error texts) and
@@ -12,21 +13,31 @@
 //! `McpClient` lives in the `toolhost-mcp` crate and is re-exported from
 //! `toolhost::tools` (`use toolhost::tools::McpClient`), part of the public API contract.
 
+pub mod approvals;
 pub mod base;
 pub mod definition;
 pub mod error;
 pub mod escape;
 pub mod events;
+pub mod hooks;
 pub mod permission;
 pub mod redact;
 pub mod registry;
 pub mod render;
 pub mod typed;
 
+pub use approvals::{
+    ApprovalAnswer, ApprovalStore, ApprovalStoreError, ArgPattern, MemoryApprovals,
+    RememberedApproval,
+};
 pub use base::{BaseTool, ProgressEvent, ToolContext, ToolMetadata, ToolOutput, ToolSource};
 pub use definition::{FunctionDefinition, ToolDefinition};
 pub use error::ToolError;
 pub use events::{JsonlAuditSink, ToolEvent, ToolEventListener, redact_secrets};
+pub use hooks::{
+    DenyHosts, DenyPaths, HookCall, HookConfigError, HookVerdict, PermissionHook, RateLimit,
+    RateRule,
+};
 pub use permission::{
     ApprovalDecision, ApprovalRequest, Approver, Capability, Permission, PermissionChecker,
     PermissionConfig, RiskLevel, ServedHints, StaticApprover,

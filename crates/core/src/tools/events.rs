@@ -71,7 +71,21 @@ pub enum ToolEvent {
         tool: String,
         /// The decision.
         decision: ApprovalDecision,
-        /// Who decided: `approver`, `remembered` or `no_approver`.
+        /// Who decided: `approver`, `session` (allowed for this session earlier),
+        /// `remembered` (an "always" of the approval store) or `no_approver`.
+        by: String,
+        /// The approver's reason (a deny's), or which remembered rule allowed the call.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A party of the permission gate let the call pass: `policy` (the static policy) or
+    /// `hook:NAME` (a permission hook that answered allow).
+    Allowed {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        tool: String,
+        /// Who allowed it.
         by: String,
     },
     /// The permission gate refused the call. The tool did not run.
@@ -82,6 +96,8 @@ pub enum ToolEvent {
         tool: String,
         /// Why.
         reason: String,
+        /// Who refused: `policy`, `hook:NAME`, `approver` or `no_approver`.
+        by: String,
     },
 }
 
@@ -97,6 +113,7 @@ impl ToolEvent {
             | ToolEvent::Completed { call_id, .. }
             | ToolEvent::ApprovalRequested { call_id, .. }
             | ToolEvent::ApprovalDecided { call_id, .. }
+            | ToolEvent::Allowed { call_id, .. }
             | ToolEvent::PermissionDenied { call_id, .. } => call_id,
         }
     }

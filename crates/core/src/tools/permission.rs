@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::tools::approvals::ApprovalAnswer;
 use crate::tools::error::ToolError;
 
 /// A permission level a tool declares it needs.
@@ -375,7 +376,11 @@ pub struct ApprovalRequest {
 pub enum ApprovalDecision {
     /// Run this call only.
     AllowOnce,
-    /// Run this call and every later call of the same tool without asking again.
+    /// Run this call and every later call of the same tool in the same session.
+    AllowSession,
+    /// Run this call and every later call of the same tool (whose arguments match the
+    /// answer's pattern, see [`ApprovalAnswer`]) without asking again; kept by the
+    /// registry's [`ApprovalStore`](crate::tools::ApprovalStore).
     AllowAlways,
     /// Do not run.
     Deny,
@@ -386,6 +391,13 @@ pub enum ApprovalDecision {
 pub trait Approver: Send + Sync {
     /// Asks for a decision. Called before the tool runs; the call waits for the answer.
     async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision;
+
+    /// The full answer: the decision, a reason for a deny, and the arguments an "allow
+    /// always" covers. The registry calls this; the default wraps
+    /// [`approve`](Approver::approve) (no reason; "always" covers every call of the tool).
+    async fn answer(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        self.approve(request).await.into()
+    }
 }
 
 /// An [`Approver`] that always gives the same answer (for scripts, tests and `--yes`).

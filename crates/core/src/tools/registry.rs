@@ -6,8 +6,10 @@
 //! 1. **lookup** the tool by name;
 //! 2. **validate** the arguments against the tool's JSON Schema (compiled once, at
 //!    registration) (`registry/validate.rs`);
-//! 3. **permission gate**: the static [`PermissionChecker`] (if set), then, for
-//!    destructive tools, the [`Approver`] (denied when none is set) (`registry/approval.rs`);
+//! 3. **permission gate**: the static [`PermissionChecker`] (if set), then the
+//!    [`PermissionHook`]s in order (any deny wins), then, for destructive tools, a
+//!    remembered approval or the [`Approver`] (denied when none is set)
+//!    (`registry/approval.rs`);
 //! 4. **execute** under the global concurrency limit, the per-call timeout and the caller's
 //!    cancellation, with panics caught (`registry/pipeline.rs`);
 //! 5. **render** the output, truncating the text the model sees.
@@ -23,17 +25,18 @@
 //! `ToolServerHandle`): clones see the same tools, and tools can be added or removed while
 //! calls are in flight. Each call holds its own `Arc` of the entry it started with.
 
-use std::collections::HashSet;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use indexmap::IndexMap;
+use indexmap::{IndexMap, IndexSet};
 use tokio::sync::{Semaphore, broadcast, watch};
 
+use crate::tools::approvals::{ApprovalStore, MemoryApprovals};
 use crate::tools::base::BaseTool;
 use crate::tools::definition::ToolDefinition;
 use crate::tools::events::{ToolEvent, ToolEventListener};
+use crate::tools::hooks::PermissionHook;
 use crate::tools::permission::{Approver, PermissionChecker};
 use crate::tools::render::DEFAULT_MAX_TOOL_RESULT_BYTES;
 
@@ -54,12 +57,17 @@ pub use registration::{Registration, RegistrationGuard};
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default number of tool calls that may execute at once; extra calls wait their turn.
 pub const DEFAULT_MAX_CONCURRENT: usize = 4;
+/// Most "allow for this session" decisions kept; the oldest is dropped first (its
+/// session is asked again), so a client opening sessions without end cannot grow memory.
+pub const MAX_SESSION_APPROVALS: usize = 10_000;
 /// Minimum length of a tool description, in characters.
 pub const MIN_DESCRIPTION_CHARS: usize = 10;
 
 struct Settings {
     checker: Option<Arc<PermissionChecker>>,
+    hooks: Arc<[Arc<dyn PermissionHook>]>,
     approver: Option<Arc<dyn Approver>>,
+    approvals: Arc<dyn ApprovalStore>,
     default_timeout: Duration,
     max_result_bytes: usize,
     max_concurrent: usize,
@@ -69,7 +77,9 @@ struct Settings {
 struct Inner {
     tools: RwLock<IndexMap<String, Arc<ToolEntry>>>,
     settings: RwLock<Settings>,
-    always_allowed: Mutex<HashSet<String>>,
+    /// "Allow for this session" decisions: (session id, tool), oldest first, at most
+    /// [`MAX_SESSION_APPROVALS`].
+    session_allowed: Mutex<IndexSet<(String, String)>>,
     listeners: RwLock<Vec<Arc<dyn ToolEventListener>>>,
     events: broadcast::Sender<ToolEvent>,
     changes: watch::Sender<u64>,
@@ -120,13 +130,15 @@ impl ToolRegistry {
                 tools: RwLock::new(IndexMap::new()),
                 settings: RwLock::new(Settings {
                     checker: None,
+                    hooks: Arc::from(Vec::new()),
                     approver: None,
+                    approvals: Arc::new(MemoryApprovals::default()),
                     default_timeout: DEFAULT_TOOL_TIMEOUT,
                     max_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
                     max_concurrent: DEFAULT_MAX_CONCURRENT,
                     semaphore: Arc::new(Semaphore::new(DEFAULT_MAX_CONCURRENT)),
                 }),
-                always_allowed: Mutex::new(HashSet::new()),
+                session_allowed: Mutex::new(IndexSet::new()),
                 listeners: RwLock::new(Vec::new()),
                 events,
                 changes,
@@ -146,6 +158,36 @@ impl ToolRegistry {
     /// Sets (or clears) the permission checker on a live registry.
     pub fn set_permission_checker(&self, checker: Option<Arc<PermissionChecker>>) {
         write(&self.inner.settings).checker = checker;
+    }
+
+    /// Adds a permission hook at the end of the chain (see [`crate::tools::hooks`]).
+    pub fn with_permission_hook(self, hook: Arc<dyn PermissionHook>) -> Self {
+        self.add_permission_hook(hook);
+        self
+    }
+
+    /// Adds a permission hook at the end of the chain on a live registry; calls that
+    /// already passed stage 3 are not affected.
+    pub fn add_permission_hook(&self, hook: Arc<dyn PermissionHook>) {
+        let mut s = write(&self.inner.settings);
+        let mut hooks: Vec<_> = s.hooks.iter().cloned().collect();
+        hooks.push(hook);
+        s.hooks = Arc::from(hooks);
+    }
+
+    /// The names of the permission hooks, in chain order.
+    pub fn permission_hooks(&self) -> Vec<String> {
+        read(&self.inner.settings)
+            .hooks
+            .iter()
+            .map(|h| h.name().to_string())
+            .collect()
+    }
+
+    /// Sets where "allow always" decisions are kept (default: in memory).
+    pub fn with_approval_store(self, store: Arc<dyn ApprovalStore>) -> Self {
+        write(&self.inner.settings).approvals = store;
+        self
     }
 
     /// Sets the approver asked about destructive calls.

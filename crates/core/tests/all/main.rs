@@ -5,6 +5,7 @@
 
 mod context;
 mod execution;
+mod hooks;
 mod kinds;
 mod loading;
 mod permissions;

@@ -17,7 +17,6 @@ use super::{ToolRegistry, read};
 use crate::tools::base::{ToolContext, ToolOutput};
 use crate::tools::error::ToolError;
 use crate::tools::events::ToolEvent;
-use crate::tools::permission::RiskLevel;
 use crate::tools::render::truncate_render;
 
 impl ToolRegistry {
@@ -109,37 +108,14 @@ impl ToolRegistry {
             );
         }
 
-        // Stage 3: permission gate: the static checker, then approval of destructive calls.
-        let (checker, approver, default_timeout, max_bytes, semaphore) = {
+        // Stage 3: the permission gate (policy, hooks, approval; `registry/approval.rs`).
+        if let Err(e) = self.gate(entry, call_id, args, ctx).await {
+            return (Err(e), false);
+        }
+        let (default_timeout, max_bytes, semaphore) = {
             let s = read(&self.inner.settings);
-            (
-                s.checker.clone(),
-                s.approver.clone(),
-                s.default_timeout,
-                s.max_result_bytes,
-                s.semaphore.clone(),
-            )
+            (s.default_timeout, s.max_result_bytes, s.semaphore.clone())
         };
-        if let Some(checker) = &checker
-            && let Err(e) = checker.check(&entry.name, &entry.permissions)
-        {
-            self.emit(|| ToolEvent::PermissionDenied {
-                call_id: call_id.to_string(),
-                tool: entry.name.clone(),
-                reason: e.to_string(),
-            });
-            return (Err(e), false);
-        }
-        if entry.risk == RiskLevel::Destructive
-            && let Err(e) = self.approve(entry, call_id, args, approver).await
-        {
-            self.emit(|| ToolEvent::PermissionDenied {
-                call_id: call_id.to_string(),
-                tool: entry.name.clone(),
-                reason: e.to_string(),
-            });
-            return (Err(e), false);
-        }
 
         // Stage 4: execution under the concurrency limit, timeout and cancellation.
         // The call's budget: the tool's own timeout (else the registry default), cut to the
