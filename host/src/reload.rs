@@ -321,7 +321,8 @@ impl LiveFolder {
                         tracing::warn!("{w}");
                     }
                     let tools = plugin.as_ref().map_or(0, |p| p.tools().len());
-                    tracing::info!(plugin = %name, tools, "plugin {} ({} tools offered)", if old.is_empty() { "loaded" } else { "replaced" }, tools);
+                    let what = if old.is_empty() { "loaded" } else { "replaced" };
+                    tracing::info!(plugin = %name, tools, "plugin {what}: {tools} tools offered");
                     crate::trust::warm_later(plugin.into_iter().collect());
                     self.offered.insert(name.clone(), report);
                 }
@@ -370,7 +371,15 @@ impl LiveFolder {
             .filter(|e| *e.source() == source)
             .collect();
         for e in &mine {
-            self.registry.unregister(e.name());
+            // Only this very entry: a tool of another source that took the name since
+            // stays.
+            if self
+                .registry
+                .entry(e.name())
+                .is_some_and(|now| Arc::ptr_eq(&now, e))
+            {
+                self.registry.unregister(e.name());
+            }
         }
         mine
     }
@@ -395,5 +404,55 @@ impl LiveFolder {
             "it offers no tools"
         };
         tracing::warn!(plugin = %name, "{}: not loaded: {}; {kept}", p.source, p.message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{CreateKind, DataChange, MetadataKind, RemoveKind, RenameMode};
+
+    #[test]
+    fn component_request_and_lock_files_are_ours_nothing_else() {
+        let key = |p: &str| Key::of(Path::new(p));
+        assert_eq!(key("/p/calc.wasm"), Some(Key::Plugin("calc".into())));
+        assert_eq!(key("/p/calc.toml"), Some(Key::Plugin("calc".into())));
+        assert_eq!(key("/p/toolhost.lock"), Some(Key::All));
+        assert_eq!(key("/p/calc.wasm.part"), None);
+        assert_eq!(key("/p/.calc.wasm.swp"), None);
+        assert_eq!(key("/p/toolhost.lock.d"), None);
+        assert_eq!(key("/p/data"), None);
+    }
+
+    #[test]
+    fn writes_renames_and_removals_are_changes_opens_and_reads_are_not() {
+        let yes = [
+            EventKind::Create(CreateKind::File),
+            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+            EventKind::Remove(RemoveKind::File),
+            EventKind::Any,
+        ];
+        let no = [
+            EventKind::Access(AccessKind::Open(AccessMode::Any)),
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            EventKind::Access(AccessKind::Read),
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
+        ];
+        for k in yes {
+            assert!(changes_content(&k), "{k:?}");
+        }
+        for k in no {
+            assert!(!changes_content(&k), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn a_fresh_change_waits_for_its_quiet_period() {
+        let pending = Pending::default();
+        assert_eq!(pending.take_quiet(), Err(None));
+        pending.touched(Key::Plugin("calc".into()));
+        assert!(matches!(pending.take_quiet(), Err(Some(_))));
     }
 }
