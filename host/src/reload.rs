@@ -322,7 +322,7 @@ impl LiveFolder {
                     }
                     let tools = plugin.as_ref().map_or(0, |p| p.tools().len());
                     let what = if old.is_empty() { "loaded" } else { "replaced" };
-                    tracing::info!(plugin = %name, tools, "plugin {what}: {tools} tools offered");
+                    tracing::info!(plugin = %name, tools, "plugin {what}; tools offered: {tools}");
                     crate::trust::warm_later(plugin.into_iter().collect());
                     self.offered.insert(name.clone(), report);
                 }

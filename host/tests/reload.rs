@@ -8,6 +8,7 @@
 //! - replacing a component with a different one changes the list; deleting it removes
 //!   its tools;
 //! - an approval given while serving (`toolhost approve` writes the lock) takes effect;
+//!   under `require_approval = "all"` a plugin dropped in runs no code until approved;
 //! - hostile: garbage, a half-written component, a component whose `describe()` breaks
 //!   the registry's rules, and garbage written over a serving plugin are each reported
 //!   (a warning naming the file) and disturb nothing: the other tools stay listed and
@@ -415,6 +416,36 @@ fn an_approval_given_while_serving_takes_effect() {
     s.wait_list_changed(changed);
     let r = s.call("read_file", json!({"path": path.display().to_string()}));
     assert!(ok_text(&r).contains("hello from a"), "{r}");
+    calc_works(&mut s);
+}
+
+#[test]
+fn under_require_approval_all_a_dropped_in_plugin_runs_nothing_until_approved() {
+    let Some(from) = plugins() else { return };
+    let work = Work::new(&from);
+    std::fs::write(
+        work.dir.path().join("toolhost.toml"),
+        "[trust]\nrequire_approval = \"all\"\n",
+    )
+    .unwrap();
+    work.put("calc", "calc");
+    work.approve("calc");
+    let mut s = StdioServer::start(&work, &[]);
+    s.wait_for_list(|n| n.is_superset(&set(&CALC)));
+
+    // Unapproved: not loaded, not even described; said so with the approve hint.
+    work.put("c_checksum", "c_checksum");
+    let line = s.wait_log(&["plugin c_checksum is not approved and not loaded"]);
+    assert!(line.contains("toolhost approve c_checksum"), "{line}");
+    assert_eq!(s.list(), set(&CALC));
+    let r = s.call("c_add", json!({"x": 1, "y": 2}));
+    assert!(error_text(&r).contains("not registered"), "{r}");
+
+    // Approved while serving: the lock changes and the plugin loads.
+    work.approve("c_checksum");
+    s.wait_for_list(|n| n.contains("c_add"));
+    let r = s.call("c_add", json!({"x": 40, "y": 2}));
+    assert!(ok_text(&r).contains("42"), "{r}");
     calc_works(&mut s);
 }
 
