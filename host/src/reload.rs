@@ -176,7 +176,9 @@ pub fn watch(dir: &Path) -> Result<FolderWatch, ReloadError> {
             }
         }
         Ok(_) => {}
-        Err(e) => tracing::warn!(dir = %shown, "watching the plugins folder: {e}"),
+        Err(e) => {
+            tracing::warn!(dir = %shown, "watching the plugins folder: {}", line(&e.to_string()))
+        }
     };
     let mut watcher = notify::recommended_watcher(handler).map_err(watch_error)?;
     watcher
@@ -196,7 +198,7 @@ impl FolderWatch {
     /// once that load has finished.
     pub async fn run(self, registry: ToolRegistry, cfg: TrustConfig, loaded: Vec<PluginTrust>) {
         let mut live = LiveFolder::new(registry, &self.dir, cfg, loaded);
-        tracing::info!(dir = %self.dir.display(), "watching the plugins folder for changes");
+        tracing::info!(dir = %line(&self.dir.display().to_string()), "watching the plugins folder for changes");
         loop {
             let keys = match self.pending.take_quiet() {
                 Ok(keys) => keys,
@@ -261,7 +263,7 @@ impl LiveFolder {
         let mut names: BTreeSet<String> = self.offered.keys().cloned().collect();
         match crate::wasm::loader::plugin_files(&self.dir) {
             Ok(files) => names.extend(files.iter().map(|f| plugin_name(f))),
-            Err(e) => tracing::warn!("{e}"),
+            Err(e) => tracing::warn!("{}", line(&e.to_string())),
         }
         names
     }
@@ -279,14 +281,14 @@ impl LiveFolder {
                     source: self.dir.display().to_string(),
                     message: format!("live reload is off: {e}"),
                 };
-                tracing::warn!("{}: {}", p.source, p.message);
+                warn_problem(&p);
                 return vec![p];
             }
         };
         let (mut lock, lock_problem) = read_lock(&self.dir);
         let lock_ok = lock_problem.is_none();
         if let Some(p) = lock_problem {
-            tracing::warn!("{}: {}", p.source, p.message);
+            warn_problem(&p);
             problems.push(p);
         }
         let opts = self.cfg.options();
@@ -310,7 +312,7 @@ impl LiveFolder {
                 .get(name)
                 .is_some_and(|old| old.same_offer(&prepared.0))
             {
-                tracing::debug!(plugin = %name, "plugin unchanged");
+                tracing::debug!(plugin = %line(name), "plugin unchanged");
                 continue;
             }
             let old = self.take_down(&path);
@@ -318,11 +320,11 @@ impl LiveFolder {
                 Ok((report, plugin)) => {
                     dirty |= record_update(&mut lock, &report);
                     if let Some(w) = report.warning(&self.dir) {
-                        tracing::warn!("{w}");
+                        tracing::warn!("{}", line(&w));
                     }
                     let tools = plugin.as_ref().map_or(0, |p| p.tools().len());
                     let what = if old.is_empty() { "loaded" } else { "replaced" };
-                    tracing::info!(plugin = %name, tools, "plugin {what}; tools offered: {tools}");
+                    tracing::info!(plugin = %line(name), tools, "plugin {what}; tools offered: {tools}");
                     crate::trust::warm_later(plugin.into_iter().collect());
                     self.offered.insert(name.clone(), report);
                 }
@@ -344,7 +346,7 @@ impl LiveFolder {
                     .to_string(),
                 message: e.to_string(),
             };
-            tracing::warn!("{}: {}", p.source, p.message);
+            warn_problem(&p);
             problems.push(p);
         }
         problems
@@ -354,7 +356,7 @@ impl LiveFolder {
     fn drop_plugin(&mut self, name: &str, path: &Path) {
         let gone = self.take_down(path);
         if self.offered.remove(name).is_some() || !gone.is_empty() {
-            tracing::info!(plugin = %name, tools = gone.len(), "plugin removed: its tools are no longer offered");
+            tracing::info!(plugin = %line(name), tools = gone.len(), "plugin removed: its tools are no longer offered");
         }
     }
 
@@ -391,7 +393,7 @@ impl LiveFolder {
                 .registry
                 .register_with(e.tool().clone(), e.metadata().clone())
             {
-                tracing::warn!(tool = %e.name(), "the previous version could not be put back: {err}");
+                tracing::warn!(tool = %e.name(), "the previous version could not be put back: {}", line(&err.to_string()));
             }
         }
     }
@@ -403,8 +405,24 @@ impl LiveFolder {
         } else {
             "it offers no tools"
         };
-        tracing::warn!(plugin = %name, "{}: not loaded: {}; {kept}", p.source, p.message);
+        tracing::warn!(
+            plugin = %line(name),
+            "{}: not loaded: {}; {kept}",
+            line(&p.source),
+            line(&p.message)
+        );
     }
+}
+
+/// Untrusted text (a plugin's words inside an error, a file name) for a log line: control
+/// and bidi characters escaped, one line.
+fn line(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::tools::escape::escape_line(s)
+}
+
+/// Logs a problem as a warning (escaped, see [`line`]).
+fn warn_problem(p: &LoadProblem) {
+    tracing::warn!("{}: {}", line(&p.source), line(&p.message));
 }
 
 #[cfg(test)]

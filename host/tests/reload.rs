@@ -9,9 +9,10 @@
 //!   its tools;
 //! - an approval given while serving (`toolhost approve` writes the lock) takes effect;
 //!   under `require_approval = "all"` a plugin dropped in runs no code until approved;
-//! - hostile: garbage, a half-written component, a component whose `describe()` breaks
-//!   the registry's rules, and garbage written over a serving plugin are each reported
-//!   (a warning naming the file) and disturb nothing: the other tools stay listed and
+//! - hostile: garbage (also under a file name with a terminal escape, which the report
+//!   escapes), a half-written component, a component whose `describe()` breaks the
+//!   registry's rules, and garbage written over a serving plugin are each reported (a
+//!   warning naming the file) and disturb nothing: the other tools stay listed and
 //!   callable, the plugin that was overwritten keeps serving its previous version, and
 //!   the half file loads once it is complete;
 //! - a call in flight finishes on the version it started with while its plugin is
@@ -486,6 +487,10 @@ fn bad_files_are_reported_and_disturb_nothing() {
     work.write("junk.wasm", b"\0asm this is not a component at all");
     let line = s.wait_log(&["junk.wasm", "not loaded"]);
     assert!(line.contains("WARN"), "{line}");
+    // A file name that would drive the terminal: the report escapes it.
+    work.write("esc\u{1b}[2Jname.wasm", b"garbage");
+    let line = s.wait_log(&["[2Jname.wasm", "not loaded"]);
+    assert!(!line.contains('\u{1b}'), "raw ESC in the log: {line:?}");
     // Half a component: the writer stopped half-way.
     let hostile = work.bytes("fixtures/hostile");
     work.write("half.wasm", &hostile[..hostile.len() / 2]);
