@@ -16,7 +16,9 @@
 //!   callable, the plugin that was overwritten keeps serving its previous version, and
 //!   the half file loads once it is complete;
 //! - a call in flight finishes on the version it started with while its plugin is
-//!   replaced (by a component whose tools the lock withholds: a changed definition).
+//!   replaced (by a component whose tools the lock withholds: a changed definition);
+//! - over Streamable HTTP, a client that caches the list learns of a component dropped
+//!   in (it fetches the list again only on `list_changed`).
 //!
 //! Behaviour is asserted, never time: every wait is for a notification, a response or a
 //! log line, bounded only so that a hung server fails instead of hanging.
@@ -587,4 +589,91 @@ fn no_watch_serves_the_folder_as_loaded() {
     let mut s = StdioServer::start(&work, &["--no-watch"]);
     s.wait_for_list(|n| n.is_superset(&set(&CALC)));
     calc_works(&mut s);
+}
+
+#[test]
+fn http_clients_learn_of_a_dropped_in_component_through_list_changed() {
+    let Some(from) = plugins() else { return };
+    let work = Work::new(&from);
+    work.put("calc", "calc");
+    let port = toolhost_testkit::free_port();
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut server = Kill(
+        work.command(&["serve", "--http", &format!("127.0.0.1:{port}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    // Bounded polls only so that a server that never comes up fails the test.
+    let mut up = false;
+    for _ in 0..3000 {
+        assert!(
+            server.0.try_wait().unwrap().is_none(),
+            "serve --http exited"
+        );
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(up, "toolhost serve --http did not listen on {port}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        use toolhost::tools::{McpClient, McpTransport};
+        let client = McpClient::new(
+            "served",
+            McpTransport::http(format!("http://127.0.0.1:{port}/mcp")),
+        )
+        .with_timeout(600);
+        client.connect().await.unwrap();
+        // The client caches the list and fetches it again only on list_changed.
+        let names = || async {
+            client
+                .tools()
+                .await
+                .unwrap()
+                .iter()
+                .map(|t| t.name.clone())
+                .collect::<BTreeSet<String>>()
+        };
+        let mut now = names().await;
+        for _ in 0..3000 {
+            if now.is_superset(&set(&CALC)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            now = names().await;
+        }
+        assert!(now.is_superset(&set(&CALC)), "{now:?}");
+        work.put("c_checksum", "c_checksum");
+        for _ in 0..3000 {
+            if now.contains("c_add") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            now = names().await;
+        }
+        assert!(
+            now.contains("c_add"),
+            "the cached list never showed c_add (no list_changed?): {now:?}"
+        );
+        let out = client
+            .call_tool("c_add", json!({"x": 40, "y": 2}))
+            .await
+            .unwrap();
+        assert!(format!("{out:?}").contains("42"), "{out:?}");
+        let _ = client.close().await;
+    });
 }
