@@ -35,4 +35,5 @@ pub use toolhost_wasm as wasm;
 
 pub mod config;
 pub mod loader;
+pub mod reload;
 pub mod trust;

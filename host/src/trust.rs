@@ -12,6 +12,8 @@
 //!   are withheld; a held plugin offers nothing; a compatible update is recorded.
 //!   Components compile in parallel; registration and the lock bookkeeping stay in file
 //!   order ([`load_plugins_with`]).
+//! - `trust/offer.rs`: what one plugin file offers under the lock, the single decision
+//!   of start-up and of live reload ([`crate::reload`]).
 //! - [`Candidate`] (`trust/candidate.rs`): a plugin file as `approve`/`install` show it
 //!   before writing the lock.
 //! - [`connect_mcp`] (`trust/mcp.rs`): MCP servers with their tool definitions pinned.
@@ -19,15 +21,20 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toolhost_trust::{Grant, Lock, PluginEntry, ToolDef, TrustOptions, evaluate, tighter_limit};
+use toolhost_trust::{Grant, Lock, ToolDef, tighter_limit};
 
 pub use toolhost_trust::{TrustState, clean};
 
 mod candidate;
 mod mcp;
+mod offer;
 
 pub use candidate::{Candidate, file_source};
 pub use mcp::{McpWithheld, connect_mcp, mcp_tool_def};
+use offer::PrepareJob;
+pub(crate) use offer::{
+    Prepared, prepare_plugin, read_lock, record_update, register_prepared, warm_later,
+};
 
 use crate::config::TrustConfig;
 use crate::loader::{
@@ -35,7 +42,7 @@ use crate::loader::{
     wasm_engine,
 };
 use crate::tools::ToolRegistry;
-use crate::wasm::{Plugin, Policy, ToolSpec, WasmEngine};
+use crate::wasm::{Policy, ToolSpec};
 
 /// The request of a plugin (its parsed `NAME.toml`) as a trust [`Grant`]: absolute
 /// folders, rules as written, and every limit in force (defaults filled in).
@@ -157,6 +164,56 @@ pub struct PluginTrust {
     pub withheld: Vec<String>,
     /// Whether any tool of it was registered.
     pub loaded: bool,
+    /// "sha256:HEX" of the component that was evaluated (`None`: not even loaded, as an
+    /// unapproved plugin under `require_approval = "all"`).
+    pub digest: Option<String>,
+    /// The grant its tools run with (request ∩ approval; `None`: nothing is offered).
+    pub effective: Option<Grant>,
+}
+
+impl PluginTrust {
+    /// Whether `other` offers exactly what this does: the same component, trust state
+    /// (a compatible update counts as approved), tools needing approval, withheld tools
+    /// and effective grant. Live reload leaves a plugin alone when its new evaluation is
+    /// the same offer (`docs/design.md`, "Live reload").
+    pub fn same_offer(&self, other: &PluginTrust) -> bool {
+        let state = |s: &TrustState| match s {
+            TrustState::Updated { .. } => TrustState::Approved,
+            s => s.clone(),
+        };
+        self.path == other.path
+            && self.digest == other.digest
+            && state(&self.state) == state(&other.state)
+            && self.needs_approval == other.needs_approval
+            && self.withheld == other.withheld
+            && self.effective == other.effective
+    }
+
+    /// The operator-facing warning about this decision, if it deserves one: a held
+    /// plugin, withheld tool definitions, an unapproved plugin that was not loaded. Each
+    /// names the command that approves it (plugins folder `dir`).
+    pub fn warning(&self, dir: &Path) -> Option<String> {
+        let hint = approve_hint(&self.name, dir);
+        match &self.state {
+            TrustState::Held { reason } => Some(format!(
+                "plugin {} is held ({}); its tools are not offered until `{hint}`",
+                self.name,
+                clean(reason)
+            )),
+            TrustState::Changed { withheld } => Some(format!(
+                "plugin {}: tool definitions changed since approval ({}); withheld until `{hint}`",
+                self.name,
+                clean(&withheld.join(", "))
+            )),
+            TrustState::Unapproved if !self.loaded && self.needs_approval.is_empty() => {
+                Some(format!(
+                    "plugin {} is not approved and not loaded (require_approval = \"all\"); `{hint}`",
+                    self.name
+                ))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Loads every plugin of `dir` into `registry` under the lock of `dir`. Returns what was
@@ -204,17 +261,9 @@ pub async fn load_plugins_with(
         Err(e) => return (Vec::new(), vec![plugin_problem(&e)]),
     };
     let lock_path = Lock::path_in(dir);
-    let mut lock = match Lock::load(&lock_path) {
-        Ok(l) => l,
-        Err(e) => {
-            problems.push(LoadProblem {
-                source: lock_path.display().to_string(),
-                message: format!("{e}; every plugin is treated as unapproved"),
-            });
-            Lock::default()
-        }
-    };
-    let lock_ok = problems.is_empty();
+    let (mut lock, lock_problem) = read_lock(dir);
+    let lock_ok = lock_problem.is_none();
+    problems.extend(lock_problem);
     let opts = cfg.options();
     progress.event(&LoadEvent::Started { total: files.len() });
     let mut jobs = Jobs::new(files.len());
@@ -227,16 +276,7 @@ pub async fn load_plugins_with(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while next_register < files.len() {
         while next_job < files.len() && jobs.running.len() < jobs.limit {
-            let path = files[next_job].clone();
-            let name = plugin_name(&path);
-            let job = PrepareJob {
-                engine: engine.clone(),
-                dir: dir.to_path_buf(),
-                entry: lock.plugins.get(&name).cloned(),
-                path,
-                name,
-                opts,
-            };
+            let job = PrepareJob::new(&engine, dir, &files[next_job], &lock, opts);
             jobs.spawn(next_job, job);
             next_job += 1;
         }
@@ -261,14 +301,7 @@ pub async fn load_plugins_with(
             next_register += 1;
             match outcome.and_then(|p| register_prepared(registry, p)) {
                 Ok((report, plugin)) => {
-                    if let TrustState::Updated { digest } = &report.state
-                        && let Some(e) = lock.plugins.get_mut(&report.name)
-                    {
-                        tracing::info!(plugin = %report.name, "compatible update accepted: {digest}");
-                        e.digest = digest.clone();
-                        e.signer = None;
-                        dirty = true;
-                    }
+                    dirty |= record_update(&mut lock, &report);
                     loaded.extend(plugin);
                     reports.push(report);
                 }
@@ -286,33 +319,8 @@ pub async fn load_plugins_with(
         });
     }
     progress.event(&LoadEvent::Done);
-    // Plugins listed from the compile cache are linked on first use; link them now on a
-    // blocking thread so the first call does not wait for it, while the host is already
-    // answering (`tools/list` needs no linked component).
-    if !loaded.is_empty() && tokio::runtime::Handle::try_current().is_ok() {
-        tokio::task::spawn_blocking(move || {
-            for p in &loaded {
-                if let Err(e) = p.warm() {
-                    tracing::warn!(plugin = %p.path().display(), "{e}");
-                }
-            }
-        });
-    }
+    warm_later(loaded);
     (reports, problems)
-}
-
-/// What one plugin's load decided, before registration: the report, and the plugin to
-/// register (`None`: nothing is offered).
-type Prepared = (PluginTrust, Option<Plugin>);
-
-/// The order-independent part of loading one plugin, run on a blocking thread.
-struct PrepareJob {
-    engine: WasmEngine,
-    dir: PathBuf,
-    path: PathBuf,
-    name: String,
-    entry: Option<PluginEntry>,
-    opts: TrustOptions,
 }
 
 /// A job in flight: which file, since when, whether it was reported as compiling.
@@ -352,16 +360,11 @@ impl Jobs {
         }
     }
 
-    /// Runs `job` on a blocking thread. The load itself is async (`describe()` runs the
-    /// guest under a timer) but compiles synchronously, so it is driven by `block_on`
-    /// there: the runtime's own threads stay free to serve requests meanwhile.
+    /// Runs `job` on a blocking thread ([`PrepareJob::blocking`]).
     fn spawn(&mut self, index: usize, job: PrepareJob) {
         let bytes = std::fs::metadata(&job.path).map_or(0, |m| m.len());
         let name = job.name.clone();
-        let handle = tokio::runtime::Handle::current();
-        let abort = self
-            .set
-            .spawn_blocking(move || handle.block_on(prepare_one(job)));
+        let abort = self.set.spawn_blocking(job.blocking());
         self.running.insert(
             abort.id(),
             Running {
@@ -432,99 +435,4 @@ pub fn plugin_name(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-fn policy_problem(path: &Path, e: crate::wasm::PolicyError) -> LoadProblem {
-    LoadProblem {
-        source: path.display().to_string(),
-        message: e.to_string(),
-    }
-}
-
-/// Loads one plugin and decides what it offers, without touching the registry or the
-/// lock: compile and describe with no capability, evaluate against the lock entry, and
-/// for an approved plugin load again with the approved grant.
-async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
-    let PrepareJob {
-        engine,
-        dir,
-        path,
-        name,
-        entry,
-        opts,
-    } = job;
-    let (engine, dir, path, name, entry) = (&engine, &dir, &path, &name, entry.as_ref());
-    let mut report = PluginTrust {
-        name: name.to_string(),
-        path: path.to_path_buf(),
-        state: TrustState::Unapproved,
-        needs_approval: Vec::new(),
-        withheld: Vec::new(),
-        loaded: false,
-    };
-    if entry.is_none() && opts.require_all {
-        // Not even described: an unapproved component runs no code at all.
-        return Ok((report, None));
-    }
-    let request = Policy::for_component_protected(path, &engine.protected_paths())
-        .map_err(|e| policy_problem(path, e))?;
-    let mut plugin = Plugin::load_with_policy(engine, path, effective_policy(&request, None))
-        .await
-        .map_err(|e| plugin_problem(&e))?;
-    let defs: Vec<ToolDef> = plugin.tools().iter().map(|t| tool_def(t.spec())).collect();
-    report.state = evaluate(entry, &plugin.digest(), &request_of(&request), &defs, opts);
-    match (&report.state, entry) {
-        (TrustState::Unapproved, _) | (_, None) => {
-            let hint = approve_hint(name, dir);
-            plugin.refuse_tools(|spec| {
-                needs_approval(&request, spec).then(|| {
-                    format!(
-                        "needs capabilities that the operator has not approved: plugin '{name}' \
-                         is unapproved; review and approve it with `{hint}`"
-                    )
-                })
-            });
-            report.needs_approval = plugin
-                .tools()
-                .iter()
-                .filter(|t| needs_approval(&request, t.spec()))
-                .map(|t| t.spec().name.clone())
-                .collect();
-        }
-        (TrustState::Held { .. }, Some(_)) => {
-            report.withheld = defs.iter().map(|d| d.name.clone()).collect();
-            return Ok((report, None));
-        }
-        (state, Some(entry)) => {
-            plugin = Plugin::load_with_policy(
-                engine,
-                path,
-                effective_policy(&request, Some(&entry.grant)),
-            )
-            .await
-            .map_err(|e| plugin_problem(&e))?;
-            let state = state.clone();
-            plugin.retain_tools(|spec| state.offers(&spec.name));
-            report.withheld = defs
-                .iter()
-                .filter(|d| !state.offers(&d.name))
-                .map(|d| d.name.clone())
-                .collect();
-        }
-    }
-    Ok((report, Some(plugin)))
-}
-
-/// Registers a prepared plugin (in file order; see [`load_plugins_with`]). A plugin that
-/// offers nothing is only reported.
-fn register_prepared(
-    registry: &ToolRegistry,
-    (mut report, plugin): Prepared,
-) -> Result<Prepared, LoadProblem> {
-    let Some(plugin) = plugin else {
-        return Ok((report, None));
-    };
-    crate::wasm::folder::register_plugin(registry, &plugin).map_err(|e| plugin_problem(&e))?;
-    report.loaded = !plugin.tools().is_empty();
-    Ok((report, Some(plugin)))
 }

@@ -8,7 +8,7 @@ use toolhost::config::HostConfig;
 use toolhost::loader::{LoadProblem, LoadProgress};
 use toolhost::tools::ToolRegistry;
 use toolhost::trust::{
-    McpWithheld, PluginTrust, TrustState, approve_hint, clean, connect_mcp, load_plugins_with,
+    McpWithheld, PluginTrust, approve_hint, clean, connect_mcp, load_plugins_with,
 };
 use toolhost_trust::{Lock, McpToolState};
 
@@ -94,25 +94,8 @@ pub async fn load_all(
             super::term::text(&p.message)
         );
     }
-    for t in &plugins {
-        let hint = approve_hint(&t.name, &dir);
-        match &t.state {
-            TrustState::Held { reason } => eprintln!(
-                "warning: plugin {} is held ({}); its tools are not offered until `{hint}`",
-                t.name,
-                clean(reason)
-            ),
-            TrustState::Changed { withheld } => eprintln!(
-                "warning: plugin {}: tool definitions changed since approval ({}); withheld until `{hint}`",
-                t.name,
-                clean(&withheld.join(", "))
-            ),
-            TrustState::Unapproved if !t.loaded && t.needs_approval.is_empty() => eprintln!(
-                "warning: plugin {} is not approved and not loaded (require_approval = \"all\"); `{hint}`",
-                t.name
-            ),
-            _ => {}
-        }
+    for w in plugins.iter().filter_map(|t| t.warning(&dir)) {
+        eprintln!("warning: {w}");
     }
     for w in &mcp {
         let why = match w.state {

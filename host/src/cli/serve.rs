@@ -14,6 +14,11 @@
 //! list_changed` announces the others, and a call of a tool that is still loading waits
 //! for it (see `docs/design.md`, "Start-up"). Trust decisions are those of every other
 //! command ([`toolhost::trust::load_plugins_with`]).
+//!
+//! **Live plugins folder.** Unless `--no-watch`, the plugins folder is watched once the
+//! start-up load is done: a plugin dropped in, replaced or deleted is loaded, replaced or
+//! dropped under the same trust rules, and clients are told with `list_changed`
+//! ([`toolhost::reload`]; `docs/design.md`, "Live reload").
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -67,6 +72,11 @@ pub struct ServeArgs {
     /// parallel.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+    /// Do not watch the plugins folder: read it once at start, as the other commands do.
+    /// By default a plugin added, replaced or deleted while serving is picked up after a
+    /// quiet period of 300 ms, under the same trust rules as at start.
+    #[arg(long)]
+    no_watch: bool,
 }
 
 /// Parses `10`, `10s`, `500ms` or `2m` into a positive duration.
@@ -112,18 +122,35 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let loading = registry.begin_loading();
     let background = registry.clone();
     let host = args.host.clone();
+    // Watch before loading, so a change made while the start-up load runs is not missed;
+    // the changes are applied once it is done. A folder that cannot be watched is a
+    // warning: the host serves what it loaded.
+    let watch = if args.no_watch {
+        None
+    } else {
+        let dir = super::common::plugins_dir(&host, &config);
+        toolhost::reload::watch(&dir)
+            .inspect_err(|e| tracing::warn!("{e}"))
+            .ok()
+    };
     tokio::spawn(async move {
-        // Calls of tools not loaded yet wait until this guard is dropped.
-        let _loading = loading;
         let t0 = std::time::Instant::now();
         tracing::info!("loading the plugins and MCP servers in the background");
-        let (problems, _) = super::common::load_all(&background, &host, &config, &NoProgress).await;
+        let (problems, report) =
+            super::common::load_all(&background, &host, &config, &NoProgress).await;
         tracing::info!(
             tools = background.len(),
             problems = problems.len(),
             "all tools loaded in {:.1} s",
             t0.elapsed().as_secs_f64()
         );
+        // Calls of tools not loaded yet waited until here.
+        drop(loading);
+        if let Some(watch) = watch {
+            watch
+                .run(background, config.trust.clone(), report.plugins)
+                .await;
+        }
     });
     let server = McpServer::new(registry);
     match args.http {

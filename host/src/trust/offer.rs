@@ -1,0 +1,231 @@
+//! What one plugin file offers under the lock: the single decision that start-up
+//! ([`super::load_plugins_with`]) and live reload ([`crate::reload`]) share, so a plugin
+//! dropped into a running host meets exactly the rules of one present at start
+//! (`docs/design.md`, "Live reload"). [`prepare_plugin`] compiles, describes and evaluates
+//! one file against its lock entry without touching the registry or the lock;
+//! [`register_prepared`] registers the outcome; [`record_update`] books a compatible
+//! update in the lock.
+
+use std::path::{Path, PathBuf};
+
+use toolhost_trust::{Lock, PluginEntry, ToolDef, TrustOptions, TrustState, evaluate};
+
+use super::{
+    PluginTrust, approve_hint, effective_policy, needs_approval, plugin_name, request_of, tool_def,
+};
+use crate::loader::{LoadProblem, plugin_problem};
+use crate::tools::ToolRegistry;
+use crate::wasm::{Plugin, Policy, WasmEngine};
+
+/// Reads the lock of plugins folder `dir`. An unreadable lock counts as empty (every
+/// plugin unapproved), never as approval; the problem says so.
+pub(crate) fn read_lock(dir: &Path) -> (Lock, Option<LoadProblem>) {
+    let lock_path = Lock::path_in(dir);
+    match Lock::load(&lock_path) {
+        Ok(l) => (l, None),
+        Err(e) => {
+            let problem = LoadProblem {
+                source: lock_path.display().to_string(),
+                message: format!("{e}; every plugin is treated as unapproved"),
+            };
+            (Lock::default(), Some(problem))
+        }
+    }
+}
+
+/// Records a compatible update (`TrustState::Updated`) of a registered plugin in `lock`:
+/// its new digest, and no signer (the signature was of the old file). Returns whether
+/// the lock changed and must be written.
+pub(crate) fn record_update(lock: &mut Lock, report: &PluginTrust) -> bool {
+    if let TrustState::Updated { digest } = &report.state
+        && let Some(e) = lock.plugins.get_mut(&report.name)
+    {
+        tracing::info!(plugin = %report.name, "compatible update accepted: {digest}");
+        e.digest = digest.clone();
+        e.signer = None;
+        return true;
+    }
+    false
+}
+
+/// Links plugins listed from the compile cache (they are linked on first use) on a
+/// blocking thread now, so the first call does not wait for it while the host already
+/// answers (`tools/list` needs no linked component).
+pub(crate) fn warm_later(plugins: Vec<Plugin>) {
+    if !plugins.is_empty() && tokio::runtime::Handle::try_current().is_ok() {
+        tokio::task::spawn_blocking(move || {
+            for p in &plugins {
+                if let Err(e) = p.warm() {
+                    tracing::warn!(plugin = %p.path().display(), "{e}");
+                }
+            }
+        });
+    }
+}
+
+/// Decides what the plugin file `path` of folder `dir` offers under `lock` (see
+/// [`prepare_one`]), on a blocking thread, touching neither the registry nor the lock.
+/// The one decision start-up ([`super::load_plugins_with`]) and live reload
+/// ([`crate::reload`]) share.
+pub(crate) async fn prepare_plugin(
+    engine: &WasmEngine,
+    dir: &Path,
+    path: &Path,
+    lock: &Lock,
+    opts: TrustOptions,
+) -> Result<Prepared, LoadProblem> {
+    let job = PrepareJob::new(engine, dir, path, lock, opts);
+    let name = job.name.clone();
+    tokio::task::spawn_blocking(job.blocking())
+        .await
+        .unwrap_or_else(|e| {
+            Err(LoadProblem {
+                source: path.display().to_string(),
+                message: format!("loading {name}.wasm failed: {e}"),
+            })
+        })
+}
+
+/// What one plugin's load decided, before registration: the report, and the plugin to
+/// register (`None`: nothing is offered).
+pub(crate) type Prepared = (PluginTrust, Option<Plugin>);
+
+/// The order-independent part of loading one plugin, run on a blocking thread.
+pub(super) struct PrepareJob {
+    engine: WasmEngine,
+    dir: PathBuf,
+    pub(super) path: PathBuf,
+    pub(super) name: String,
+    entry: Option<PluginEntry>,
+    opts: TrustOptions,
+}
+
+impl PrepareJob {
+    /// The job of file `path` of folder `dir`, evaluated against its entry in `lock`.
+    pub(super) fn new(
+        engine: &WasmEngine,
+        dir: &Path,
+        path: &Path,
+        lock: &Lock,
+        opts: TrustOptions,
+    ) -> Self {
+        let name = plugin_name(path);
+        PrepareJob {
+            engine: engine.clone(),
+            dir: dir.to_path_buf(),
+            entry: lock.plugins.get(&name).cloned(),
+            path: path.to_path_buf(),
+            name,
+            opts,
+        }
+    }
+
+    /// The job as the body of a blocking thread. The load itself is async (`describe()`
+    /// runs the guest under a timer) but compiles synchronously, so it is driven by
+    /// `block_on` there: the runtime's own threads stay free to serve requests meanwhile.
+    pub(super) fn blocking(
+        self,
+    ) -> impl FnOnce() -> Result<Prepared, LoadProblem> + Send + 'static {
+        let handle = tokio::runtime::Handle::current();
+        move || handle.block_on(prepare_one(self))
+    }
+}
+
+fn policy_problem(path: &Path, e: crate::wasm::PolicyError) -> LoadProblem {
+    LoadProblem {
+        source: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Loads one plugin and decides what it offers, without touching the registry or the
+/// lock: compile and describe with no capability, evaluate against the lock entry, and
+/// for an approved plugin load again with the approved grant.
+async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
+    let PrepareJob {
+        engine,
+        dir,
+        path,
+        name,
+        entry,
+        opts,
+    } = job;
+    let (engine, dir, path, name, entry) = (&engine, &dir, &path, &name, entry.as_ref());
+    let mut report = PluginTrust {
+        name: name.to_string(),
+        path: path.to_path_buf(),
+        state: TrustState::Unapproved,
+        needs_approval: Vec::new(),
+        withheld: Vec::new(),
+        loaded: false,
+        digest: None,
+        effective: None,
+    };
+    if entry.is_none() && opts.require_all {
+        // Not even described: an unapproved component runs no code at all.
+        return Ok((report, None));
+    }
+    let request = Policy::for_component_protected(path, &engine.protected_paths())
+        .map_err(|e| policy_problem(path, e))?;
+    let mut plugin = Plugin::load_with_policy(engine, path, effective_policy(&request, None))
+        .await
+        .map_err(|e| plugin_problem(&e))?;
+    let defs: Vec<ToolDef> = plugin.tools().iter().map(|t| tool_def(t.spec())).collect();
+    report.digest = Some(plugin.digest());
+    report.state = evaluate(entry, &plugin.digest(), &request_of(&request), &defs, opts);
+    match (&report.state, entry) {
+        (TrustState::Unapproved, _) | (_, None) => {
+            let hint = approve_hint(name, dir);
+            plugin.refuse_tools(|spec| {
+                needs_approval(&request, spec).then(|| {
+                    format!(
+                        "needs capabilities that the operator has not approved: plugin '{name}' \
+                         is unapproved; review and approve it with `{hint}`"
+                    )
+                })
+            });
+            report.needs_approval = plugin
+                .tools()
+                .iter()
+                .filter(|t| needs_approval(&request, t.spec()))
+                .map(|t| t.spec().name.clone())
+                .collect();
+        }
+        (TrustState::Held { .. }, Some(_)) => {
+            report.withheld = defs.iter().map(|d| d.name.clone()).collect();
+            return Ok((report, None));
+        }
+        (state, Some(entry)) => {
+            plugin = Plugin::load_with_policy(
+                engine,
+                path,
+                effective_policy(&request, Some(&entry.grant)),
+            )
+            .await
+            .map_err(|e| plugin_problem(&e))?;
+            let state = state.clone();
+            plugin.retain_tools(|spec| state.offers(&spec.name));
+            report.withheld = defs
+                .iter()
+                .filter(|d| !state.offers(&d.name))
+                .map(|d| d.name.clone())
+                .collect();
+        }
+    }
+    report.effective = Some(request_of(plugin.policy()));
+    Ok((report, Some(plugin)))
+}
+
+/// Registers a prepared plugin (in file order; see [`super::load_plugins_with`]). A plugin that
+/// offers nothing is only reported.
+pub(crate) fn register_prepared(
+    registry: &ToolRegistry,
+    (mut report, plugin): Prepared,
+) -> Result<Prepared, LoadProblem> {
+    let Some(plugin) = plugin else {
+        return Ok((report, None));
+    };
+    crate::wasm::folder::register_plugin(registry, &plugin).map_err(|e| plugin_problem(&e))?;
+    report.loaded = !plugin.tools().is_empty();
+    Ok((report, Some(plugin)))
+}
