@@ -41,6 +41,7 @@ use toolhost_core::tools::{FunctionDefinition, ToolContext, ToolDefinition, Tool
 
 use crate::error::McpClientError;
 use crate::info::{McpToolInfo, output_from_result};
+use crate::rating::McpToolRules;
 use crate::stdio::StdioLimits;
 use connection::Conn;
 pub use transport::McpTransport;
@@ -54,6 +55,7 @@ struct Config {
     transport: McpTransport,
     timeout: Duration,
     limits: StdioLimits,
+    rules: McpToolRules,
 }
 
 #[derive(Default)]
@@ -121,6 +123,7 @@ impl McpClient {
                 transport,
                 timeout: DEFAULT_MCP_TIMEOUT,
                 limits: StdioLimits::default(),
+                rules: McpToolRules::default(),
             }),
             shared: Arc::new(Shared {
                 slot: tokio::sync::Mutex::new(Slot::default()),
@@ -145,6 +148,19 @@ impl McpClient {
     pub fn with_timeout_duration(mut self, timeout: Duration) -> Self {
         Arc::make_mut(&mut self.cfg).timeout = timeout.max(Duration::from_millis(1));
         self
+    }
+
+    /// Sets the operator's rating of this server's tools (see [`crate::rating`]); by
+    /// default, tools rate themselves through their annotations and an unannotated tool
+    /// needs an approval.
+    pub fn with_tool_rules(mut self, rules: McpToolRules) -> Self {
+        Arc::make_mut(&mut self.cfg).rules = rules;
+        self
+    }
+
+    /// The operator's rating of this server's tools.
+    pub fn tool_rules(&self) -> &McpToolRules {
+        &self.cfg.rules
     }
 
     /// Sets the stdio limits (line size, stderr caps).

@@ -15,6 +15,22 @@
 //! headers = { Authorization = "Bearer ..." }
 //! ```
 //!
+//! ## Rating the tools
+//!
+//! A server's annotations are its own word; the operator's rules win ([`crate::rating`]):
+//!
+//! ```toml
+//! [mcp]
+//! default_risk = "destructive"   # unrated tools need an approval (the default)
+//!
+//! [mcp.servers.everything]
+//! permissions = ["read"]          # every tool of this server, whatever it claims
+//! default_risk = "write"          # or: this server's unrated tools only
+//!
+//! [mcp.servers.everything.tools.delete_everything]
+//! permissions = ["delete"]        # one tool
+//! ```
+//!
 //! ## `sandbox`
 //!
 //! A `command` server with `sandbox = { read = [...], write = [...], network = false }`
@@ -49,10 +65,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
-use toolhost_core::tools::ToolRegistry;
+use toolhost_core::tools::{Permission, RiskLevel, ToolRegistry};
 
 use crate::client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 use crate::error::{McpConfigError, McpLoadError, McpServerProblem};
+use crate::rating::{DEFAULT_UNRATED_RISK, McpToolRules};
 use crate::sandbox::McpSandbox;
 #[cfg(doc)]
 use crate::sandbox::McpSandboxError;
@@ -61,9 +78,22 @@ use crate::sandbox::McpSandboxError;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
+    /// The risk floor of MCP tools that neither the operator nor their server rated
+    /// (`read-only`, `write`, `network`, `destructive`); default `destructive`: an
+    /// approval is needed (see [`crate::rating`]).
+    #[serde(default)]
+    pub default_risk: Option<RiskLevel>,
     /// `[mcp.servers.NAME]`, by name.
     #[serde(default)]
     pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// `[mcp.servers.NAME.tools.TOOL]`: the operator's rule for one tool of a server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpToolConfig {
+    /// Exactly the permissions this tool has (its annotations are ignored).
+    pub permissions: Vec<Permission>,
 }
 
 /// One `[mcp.servers.NAME]` entry: `command` (stdio) or `url` (Streamable HTTP).
@@ -95,9 +125,36 @@ pub struct McpServerConfig {
     /// Run the (stdio) server confined to these paths and this network access.
     #[serde(default)]
     pub sandbox: Option<McpSandbox>,
+    /// The permissions of every tool of this server without a rule of its own (the
+    /// server's annotations are ignored).
+    #[serde(default)]
+    pub permissions: Option<Vec<Permission>>,
+    /// The risk floor of this server's unrated tools (overrides `[mcp] default_risk`).
+    #[serde(default)]
+    pub default_risk: Option<RiskLevel>,
+    /// Rules for single tools, by the server's tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, McpToolConfig>,
 }
 
 impl McpServerConfig {
+    /// The operator's rating of this server's tools, with `default_risk` the `[mcp]`-wide
+    /// floor for unrated tools (this entry's own `default_risk` wins).
+    pub fn tool_rules(&self, default_risk: Option<RiskLevel>) -> McpToolRules {
+        McpToolRules {
+            server: self.permissions.clone(),
+            tools: self
+                .tools
+                .iter()
+                .map(|(k, v)| (k.clone(), v.permissions.clone()))
+                .collect(),
+            default_risk: self
+                .default_risk
+                .or(default_risk)
+                .unwrap_or(DEFAULT_UNRATED_RISK),
+        }
+    }
+
     /// The transport this entry describes ([`McpTransport::SandboxedStdio`] when it
     /// declares a `sandbox`); an error when it has both or neither of `command` and `url`,
     /// or a `sandbox` on a `url` server.
@@ -182,8 +239,9 @@ pub async fn connect_all_filtered(
                 continue;
             }
         };
-        let client =
-            McpClient::new(name.clone(), transport).with_timeout_duration(server.timeout());
+        let client = McpClient::new(name.clone(), transport)
+            .with_timeout_duration(server.timeout())
+            .with_tool_rules(server.tool_rules(config.default_risk));
         set.spawn(async move {
             let r = client.connect().await;
             (client, r)

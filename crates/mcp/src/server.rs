@@ -49,7 +49,7 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use toolhost_core::tools::{
-    Permission, ServedHints, ToolCall, ToolContext, ToolEntry, ToolRegistry,
+    Permission, RiskLevel, ServedHints, ToolCall, ToolContext, ToolEntry, ToolRegistry,
 };
 
 mod http;
@@ -78,12 +78,18 @@ struct Session {
     /// before). The client's view is at least that old: if the registry changed since
     /// (tools still loading in the background), `on_initialized` says so at once.
     initialized_at: std::sync::atomic::AtomicU64,
+    /// The session id the tools see (`ToolContext::session_id`): `mcp-N`, unique in this
+    /// process, so "allow for this session" approvals stay with the client that gave them.
+    id: String,
 }
 
 impl Session {
     fn new() -> Arc<Session> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Arc::new(Session {
             initialized_at: std::sync::atomic::AtomicU64::new(u64::MAX),
+            id: format!("mcp-{n}"),
         })
     }
 }
@@ -130,7 +136,17 @@ impl McpServer {
 
 /// The MCP annotations derived from a tool's declared permissions.
 pub fn annotations_for(name: &str, permissions: &[Permission]) -> ToolAnnotations {
-    let hints = ServedHints::of(permissions);
+    annotations_rated(name, permissions, RiskLevel::of(permissions))
+}
+
+/// The MCP annotations of a tool with these permissions and this risk level (which the
+/// operator's rating may have raised above what the permissions say).
+pub fn annotations_rated(
+    name: &str,
+    permissions: &[Permission],
+    risk: RiskLevel,
+) -> ToolAnnotations {
+    let hints = ServedHints::rated(permissions, risk);
     ToolAnnotations::with_title(name)
         .read_only(hints.read_only)
         .destructive(hints.destructive)
@@ -147,7 +163,11 @@ fn tool_of(entry: &ToolEntry) -> Tool {
         entry.description().to_string(),
         Arc::new(schema),
     )
-    .with_annotations(annotations_for(entry.name(), entry.permissions()))
+    .with_annotations(annotations_rated(
+        entry.name(),
+        entry.permissions(),
+        entry.risk(),
+    ))
 }
 
 fn error_result(kind: &str, message: String) -> CallToolResult {
@@ -189,7 +209,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let mut ctx = ToolContext::new("mcp", context.id.to_string())
+        let mut ctx = ToolContext::new(self.session.id.clone(), context.id.to_string())
             .with_cancellation(context.ct.child_token());
         let mut forward = None;
         if let Some(token) = context.meta.get_progress_token() {
@@ -318,6 +338,13 @@ mod tests {
             (Some(true), Some(false), Some(true))
         );
         let a = annotations_for("t", &[Permission::Delete]);
+        assert_eq!(
+            (a.read_only_hint, a.destructive_hint),
+            (Some(false), Some(true))
+        );
+        // A tool the operator rated destructive (an unannotated MCP tool) is served as
+        // destructive, never as read-only, though it declares nothing.
+        let a = annotations_rated("t", &[], RiskLevel::Destructive);
         assert_eq!(
             (a.read_only_hint, a.destructive_hint),
             (Some(false), Some(true))

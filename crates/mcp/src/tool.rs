@@ -1,10 +1,10 @@
 //! [`McpTool`]: an MCP server's tool as a [`BaseTool`].
 //!
 //! - `parameters` is the tool's `inputSchema`.
-//! - Annotations become permissions: `readOnlyHint` → Read, `destructiveHint` → Delete,
-//!   `openWorldHint` → Network. Only hints the server sets to `true` count (the spec's
-//!   defaults would make every unannotated tool destructive). They are untrusted hints for
-//!   display and risk level; the host's policy still decides.
+//! - Permissions and risk come from the operator's rating of the server's tools
+//!   ([`crate::rating`]): a per-tool or per-server rule, else the annotations
+//!   (`readOnlyHint` → Read, `destructiveHint` → Delete, `openWorldHint` → Network; only
+//!   hints set to `true` count), else the default risk floor (an approval is needed).
 //! - Results: the text content (non-text blocks summarised) is the render text;
 //!   `structuredContent`, when present, is the canonical value (else the text).
 //! - `isError: true` becomes a recoverable `ToolError::ExecutionFailed`.
@@ -19,7 +19,7 @@ use toolhost_core::tools::{
 };
 
 use crate::client::McpClient;
-use crate::info::{McpToolAnnotations, McpToolInfo};
+use crate::info::McpToolInfo;
 
 /// How much longer than the client's request budget the registry waits for an MCP call:
 /// the client's own timeout (which sends `notifications/cancelled` and reports
@@ -93,11 +93,7 @@ impl BaseTool for McpTool {
     }
 
     fn required_permissions(&self) -> Vec<Permission> {
-        self.info
-            .annotations
-            .as_ref()
-            .map(McpToolAnnotations::permissions)
-            .unwrap_or_default()
+        self.client.tool_rules().rate(&self.info).permissions
     }
 
     fn metadata(&self) -> ToolMetadata {
@@ -109,6 +105,7 @@ impl BaseTool for McpTool {
             },
             version: None,
             timeout: Some(self.client.timeout() + REGISTRY_TIMEOUT_MARGIN),
+            risk: self.client.tool_rules().rate(&self.info).risk_floor,
         }
     }
 

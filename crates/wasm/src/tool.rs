@@ -22,6 +22,11 @@ use crate::limits::map_trap;
 use crate::policy::Policy;
 use crate::store::{CallSpec, facts, new_store};
 
+/// How much longer than a plugin's own deadline the registry waits for a call: the
+/// sandbox's epoch deadline must fire first, because it says which limit stopped the
+/// call (the registry's timeout only knows that time ran out).
+pub const SANDBOX_DEADLINE_MARGIN: Duration = Duration::from_secs(2);
+
 /// Largest canonical JSON a call may return, bytes. Bigger results are truncated (the
 /// canonical value becomes the truncated text) rather than failing the call.
 pub const MAX_CANONICAL_BYTES: usize = 1 << 20;
@@ -247,8 +252,8 @@ impl BaseTool for WasmTool {
                 path: self.plugin.path.display().to_string(),
             },
             version: None,
-            // The sandbox's own deadline fires first and says which limit stopped the call.
-            timeout: Some(self.plugin.policy.timeout + Duration::from_secs(2)),
+            timeout: Some(self.plugin.policy.timeout + SANDBOX_DEADLINE_MARGIN),
+            risk: None,
         }
     }
 

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::error::ToolError;
-use crate::tools::permission::Permission;
+use crate::tools::permission::{Permission, RiskLevel};
 
 /// The interface of every tool. Custom Rust tools, WASM components and MCP server tools all
 /// end up as an `Arc<dyn BaseTool>` in the same [`ToolRegistry`](crate::tools::ToolRegistry).
@@ -109,6 +109,12 @@ pub struct ToolMetadata {
     /// A per-tool timeout that overrides the registry's default.
     #[serde(with = "opt_duration_ms", default)]
     pub timeout: Option<Duration>,
+    /// A floor on the risk level: the tool is rated at least this, whatever its
+    /// permissions say. Set by the operator's configuration for tools whose own word
+    /// cannot be trusted (an MCP tool without annotations is `destructive` by default,
+    /// so it needs an approval). `None`: the permissions alone decide.
+    #[serde(default)]
+    pub risk: Option<RiskLevel>,
 }
 
 mod opt_duration_ms {

@@ -149,9 +149,18 @@ pub struct ServedHints {
 impl ServedHints {
     /// The hints of a tool declaring `permissions`.
     pub fn of(permissions: &[Permission]) -> Self {
+        Self::rated(permissions, RiskLevel::of(permissions))
+    }
+
+    /// The hints of a tool declaring `permissions` whose risk level is `risk` (raised
+    /// above what the permissions say by the operator's rating, see
+    /// `ToolMetadata::risk`): a tool rated `write` or `destructive` is never served as
+    /// read-only.
+    pub fn rated(permissions: &[Permission], risk: RiskLevel) -> Self {
         ServedHints {
-            read_only: !permissions.iter().any(Permission::changes_state),
-            destructive: RiskLevel::of(permissions) == RiskLevel::Destructive,
+            read_only: !permissions.iter().any(Permission::changes_state)
+                && !matches!(risk, RiskLevel::Write | RiskLevel::Destructive),
+            destructive: risk == RiskLevel::Destructive,
             open_world: Capability::Network.granted_by(permissions),
         }
     }

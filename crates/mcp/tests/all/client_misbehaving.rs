@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost_core::tools::{DynamicTool, Permission, ToolError, ToolOutput, ToolRegistry};
+use toolhost_core::tools::{
+    ApprovalDecision, DynamicTool, Permission, RiskLevel, StaticApprover, ToolError, ToolOutput,
+    ToolRegistry,
+};
 use toolhost_mcp::McpClientError;
 use toolhost_mcp::{McpClient, McpTransport, StdioLimits};
 
@@ -259,8 +262,19 @@ async fn registry_gets_namespaced_collisions_permissions_and_list_changed_update
     assert_eq!(denied.output.unwrap_err().kind(), "permission_denied");
     assert_eq!(client.reconnect_count(), 0);
 
-    // tools/list_changed updates the registry.
+    // `change` is not annotated: unrated, it needs an approval (none here), unrun.
+    let unrated = registry.invoke("change", json!({})).await;
+    assert_eq!(unrated.output.unwrap_err().kind(), "permission_denied");
     assert!(!registry.contains("extra"));
+    assert_eq!(
+        registry.entry("change").unwrap().risk(),
+        RiskLevel::Destructive
+    );
+
+    // tools/list_changed updates the registry (`change` approved once).
+    registry.set_approver(Some(std::sync::Arc::new(StaticApprover(
+        ApprovalDecision::AllowOnce,
+    ))));
     registry.invoke("change", json!({})).await.output.unwrap();
     assert!(
         eventually(|| registry.contains("extra")).await,

@@ -81,7 +81,7 @@ impl ToolRegistry {
         let permissions = tool.required_permissions();
         Ok(ToolEntry {
             id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
-            risk: RiskLevel::of(&permissions),
+            risk: RiskLevel::of(&permissions).max(metadata.risk.unwrap_or(RiskLevel::ReadOnly)),
             tool,
             name,
             description,
