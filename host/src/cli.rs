@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod approvals;
 pub mod approve;
+pub mod approver;
 pub mod call;
 pub mod chat;
 pub mod common;
@@ -72,6 +74,8 @@ enum Command {
     Lock(lock::LockArgs),
     /// Push a component (with its request file and signature) to an OCI registry.
     Publish(publish::PublishArgs),
+    /// List, add or revoke the remembered "allow always" decisions of destructive tools.
+    Approvals(approvals::ApprovalsArgs),
 }
 
 impl Cli {
@@ -99,6 +103,7 @@ impl Cli {
             Command::Remove(a) => remove::run(a).await,
             Command::Lock(a) => lock::run(a).await,
             Command::Publish(a) => publish::run(a).await,
+            Command::Approvals(a) => approvals::run(a).await,
         }
     }
 }

@@ -54,6 +54,10 @@ pub struct HostConfig {
     /// Who is trusted and what needs approval (see `docs/trust.md`).
     #[serde(default)]
     pub trust: TrustConfig,
+    /// The static permission policy and the permission hooks (see
+    /// [`crate::permissions`] and `docs/permissions.md`).
+    #[serde(default)]
+    pub permissions: crate::permissions::PermissionsConfig,
 }
 
 /// `[trust]`: the operator's trust settings.

@@ -33,7 +33,9 @@ pub use toolhost_llm as llm;
 pub use toolhost_mcp as mcp;
 pub use toolhost_wasm as wasm;
 
+pub mod approvals;
 pub mod config;
 pub mod loader;
+pub mod permissions;
 pub mod reload;
 pub mod trust;

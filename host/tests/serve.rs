@@ -25,7 +25,9 @@ fn python() -> Option<PathBuf> {
 fn setup(python: &Path) -> PathBuf {
     let dir = toolhost_testkit::temp_dir("serve");
     let config = format!(
-        "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout_secs = 30\n",
+        // The operator rates the server's tools (unrated MCP tools need an approval,
+        // which `serve` cannot ask for).
+        "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout_secs = 30\npermissions = [\"read\"]\n",
         python.display().to_string(),
         fixtures().join("py_server.py").display().to_string()
     );

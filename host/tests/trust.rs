@@ -532,7 +532,8 @@ fn a_changed_mcp_tool_description_is_withheld_and_flagged() {
     let script = toolhost_testkit::workspace_root().join("host/tests/fixtures/desc_server.py");
     let server = |name: &str| {
         format!(
-            "[mcp.servers.{name}]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ TOOLHOST_TEST_DESC_FILE = {:?} }}\ntimeout_secs = 30\n",
+            // The operator rates the server's tools (unrated MCP tools need an approval).
+            "[mcp.servers.{name}]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ TOOLHOST_TEST_DESC_FILE = {:?} }}\ntimeout_secs = 30\npermissions = [\"read\"]\n",
             python.display().to_string(),
             script.display().to_string(),
             desc.display().to_string()

@@ -5,7 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use toolhost::tools::{ToolCall, ToolContext};
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use toolhost::tools::{ApprovalDecision, Approver, StaticApprover, ToolCall, ToolContext};
 
 /// Arguments of `toolhost call`.
 #[derive(Debug, Args)]
@@ -20,6 +23,10 @@ pub struct CallArgs {
     /// Print the whole invocation record (canonical JSON, duration) as JSON.
     #[arg(long)]
     pub json_output: bool,
+    /// Approve this call if the tool is destructive (without it, a terminal is asked, and
+    /// with no terminal the call is denied).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// Runs `toolhost call`.
@@ -27,6 +34,18 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments: serde_json::Value = serde_json::from_str(&args.json)
         .with_context(|| format!("the arguments are not valid JSON: {}", args.json))?;
     let (registry, _problems) = super::common::build_registry(&args.host).await?;
+    let approver: Arc<dyn Approver> = if args.yes {
+        Arc::new(StaticApprover(ApprovalDecision::AllowOnce))
+    } else if std::io::stdin().is_terminal() {
+        Arc::new(super::approver::TerminalApprover {
+            console: Arc::default(),
+        })
+    } else {
+        Arc::new(super::approver::NobodyToAsk {
+            what: "there is no terminal to ask (pass --yes to approve this call)",
+        })
+    };
+    registry.set_approver(Some(approver));
     let ctx = ToolContext::new("cli", "cli");
     let inv = registry
         .invoke_call(ToolCall::new(&args.tool, arguments), &ctx)

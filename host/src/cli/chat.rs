@@ -3,8 +3,9 @@
 //!
 //! - Text streams as the model writes it; each tool call shows as `→ name {args}` and its
 //!   result as `← name (12 ms) result`, cut to one line.
-//! - Destructive tools ask the person at the terminal: allow once, always, or deny.
-//!   Without a terminal (or with stdin closed) the answer is deny.
+//! - Destructive tools ask the person at the terminal: allow once, for this session,
+//!   always (remembered until `toolhost approvals revoke`), or deny with a reason
+//!   (`cli/approver.rs`). Without a terminal (or with stdin closed) the answer is deny.
 //! - `--prompt TEXT` sends one prompt, prints the answer, and exits (for scripts); without
 //!   it, each line read from stdin is a prompt, until EOF or `/exit`.
 
@@ -13,11 +14,12 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use async_trait::async_trait;
 use clap::Args;
 use futures::StreamExt;
 use toolhost::llm::{CycleConfig, LlmCycle, LlmError, OpenAiProvider, StreamEvent};
-use toolhost::tools::{ApprovalDecision, ApprovalRequest, Approver, ToolRegistry};
+use toolhost::tools::ToolRegistry;
+
+use super::approver::one_line;
 
 /// Arguments of `toolhost chat`.
 #[derive(Debug, Args)]
@@ -52,7 +54,7 @@ pub struct ChatArgs {
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let (registry, _problems) = super::common::build_registry(&args.host).await?;
     let console = Arc::new(Mutex::new(()));
-    registry.set_approver(Some(Arc::new(StdinApprover {
+    registry.set_approver(Some(Arc::new(super::approver::TerminalApprover {
         console: console.clone(),
     })));
     let provider = OpenAiProvider::without_key(&args.base_url, &args.model)?
@@ -162,21 +164,6 @@ async fn turn(
     true
 }
 
-/// `text` on one line, at most `max` characters.
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let flat = super::term::cell(&flat).into_owned();
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
-    }
-}
-
 /// Reads one line from stdin without blocking the runtime. `None` at EOF.
 async fn read_line() -> std::io::Result<Option<String>> {
     tokio::task::spawn_blocking(|| {
@@ -186,57 +173,4 @@ async fn read_line() -> std::io::Result<Option<String>> {
     })
     .await
     .map_err(std::io::Error::other)?
-}
-
-/// Asks the person at the terminal about destructive calls.
-struct StdinApprover {
-    console: Arc<Mutex<()>>,
-}
-
-#[async_trait]
-impl Approver for StdinApprover {
-    async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        if !std::io::stdin().is_terminal() {
-            eprintln!(
-                "  ✗ {} needs approval ({}), but stdin is not a terminal: denied",
-                request.tool,
-                super::term::cell(&request.reason)
-            );
-            return ApprovalDecision::Deny;
-        }
-        let console = self.console.clone();
-        let question = format!(
-            "  ? {} wants to run {} {}\n    allow [o]nce, [a]lways, or [d]eny? ",
-            super::term::cell(&request.reason),
-            request.tool,
-            one_line(&request.arguments.to_string(), 200)
-        );
-        tokio::task::spawn_blocking(move || {
-            let _guard = console.lock().unwrap_or_else(|e| e.into_inner());
-            eprint!("{question}");
-            let _ = std::io::stderr().flush();
-            let mut line = String::new();
-            match std::io::stdin().lock().read_line(&mut line) {
-                Ok(n) if n > 0 => match line.trim().to_ascii_lowercase().as_str() {
-                    "o" | "once" | "y" | "yes" => ApprovalDecision::AllowOnce,
-                    "a" | "always" => ApprovalDecision::AllowAlways,
-                    _ => ApprovalDecision::Deny,
-                },
-                _ => ApprovalDecision::Deny,
-            }
-        })
-        .await
-        .unwrap_or(ApprovalDecision::Deny)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::one_line;
-
-    #[test]
-    fn one_line_flattens_and_cuts() {
-        assert_eq!(one_line("a\nb", 10), "a b");
-        assert_eq!(one_line("abcdef", 3), "abc…");
-    }
 }

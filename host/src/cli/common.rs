@@ -2,6 +2,7 @@
 //! registry.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use toolhost::config::HostConfig;
@@ -27,6 +28,25 @@ pub fn plugins_dir(args: &HostArgs, config: &HostConfig) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
         .join("toolhost")
         .join("plugins")
+}
+
+/// An empty registry with the operator's `[permissions]` in force (policy and hooks,
+/// toolhost's own files protected) and the remembered approvals of the data folder.
+pub fn new_registry(args: &HostArgs, config: &HostConfig) -> anyhow::Result<ToolRegistry> {
+    let approvals = toolhost::approvals::default_path();
+    let data = approvals
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let registry = ToolRegistry::new()
+        .with_approval_store(Arc::new(toolhost::approvals::FileApprovals::new(approvals)));
+    let protected =
+        toolhost::permissions::protected(&args.config, &plugins_dir(args, config), &data);
+    config
+        .permissions
+        .install(&registry, &protected)
+        .with_context(|| format!("in {}", args.config.display()))?;
+    Ok(registry)
 }
 
 /// Reads the config (a missing default file is fine; a missing explicit one is an error).
@@ -58,7 +78,7 @@ pub async fn build_registry_with_trust(
     args: &HostArgs,
 ) -> anyhow::Result<(ToolRegistry, Vec<LoadProblem>, TrustReport)> {
     let config = load_config(args)?;
-    let registry = ToolRegistry::new();
+    let registry = new_registry(args, &config)?;
     let progress = super::progress::Bar::for_stderr();
     let (problems, report) = load_all(&registry, args, &config, &progress).await;
     Ok((registry, problems, report))

@@ -26,10 +26,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use std::sync::Arc;
 use toolhost::loader::NoProgress;
 use toolhost::mcp::McpServer;
 use toolhost::mcp::server::{HttpLimits, StopToken};
-use toolhost::tools::ToolRegistry;
 
 /// Arguments of `toolhost serve`.
 #[derive(Debug, Args)]
@@ -118,7 +118,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // A broken config is an error before anything is served; plugins and servers that
     // fail to load are warnings, as in the other commands.
     let config = super::common::load_config(&args.host)?;
-    let registry = ToolRegistry::new();
+    let registry = super::common::new_registry(&args.host, &config)?;
+    registry.set_approver(Some(Arc::new(super::approver::NobodyToAsk {
+        what: "`toolhost serve` cannot ask anyone to approve it",
+    })));
     let loading = registry.begin_loading();
     let background = registry.clone();
     let host = args.host.clone();
