@@ -129,13 +129,15 @@ pub fn run() -> crate::Result {
         r#"{{"path": "{}/data/files/hello.txt", "content": "pwned"}}"#,
         dir.to_string_lossy()
     );
-    crate::step("toolhost call write_file ...  (the approved grant has no write folder)");
+    crate::step(
+        "toolhost call write_file ...  (the default [permissions] policy allows read and network only; nor does the grant have a write folder)",
+    );
     expect_denied(&mut toolhost(d, &["call", "write_file", &write]))?;
 
     crate::step("toolhost approve fetch --yes");
     crate::run(&mut toolhost(d, &["approve", "fetch", "--yes"]))?;
     crate::step(
-        "toolhost call http_get '{\"url\": \"http://169.254.169.254/latest/meta-data\"}'  (not on the allowlist)",
+        "toolhost call http_get '{\"url\": \"http://169.254.169.254/latest/meta-data\"}'  (a cloud metadata address: the default deny_hosts hook stops it, and it is not on the allowlist either)",
     );
     expect_denied(&mut toolhost(
         d,
@@ -144,6 +146,13 @@ pub fn run() -> crate::Result {
             "http_get",
             r#"{"url": "http://169.254.169.254/latest/meta-data"}"#,
         ],
+    ))?;
+    crate::step(
+        "toolhost call http_get '{\"url\": \"http://127.0.0.1:9/\"}'  (not on the plugin's network allowlist: the sandbox refuses)",
+    );
+    expect_denied(&mut toolhost(
+        d,
+        &["call", "http_get", r#"{"url": "http://127.0.0.1:9/"}"#],
     ))?;
 
     crate::step(
