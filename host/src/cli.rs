@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 pub mod approve;
+pub mod audit;
 pub mod call;
 pub mod chat;
 pub mod common;

@@ -20,6 +20,10 @@ pub struct CallArgs {
     /// Print the whole invocation record (canonical JSON, duration) as JSON.
     #[arg(long)]
     pub json_output: bool,
+    /// Append this call's audit record (one JSON line) to FILE; off by default for
+    /// one-shot calls (see docs/permissions.md, "Audit trail").
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<std::path::PathBuf>,
 }
 
 /// Runs `toolhost call`.
@@ -27,6 +31,10 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments: serde_json::Value = serde_json::from_str(&args.json)
         .with_context(|| format!("the arguments are not valid JSON: {}", args.json))?;
     let (registry, _problems) = super::common::build_registry(&args.host).await?;
+    if let Some(path) = &args.audit {
+        let config = super::common::load_config(&args.host)?.audit;
+        super::audit::attach(&registry, path.clone(), &config)?;
+    }
     let ctx = ToolContext::new("cli", "cli");
     let inv = registry
         .invoke_call(ToolCall::new(&args.tool, arguments), &ctx)

@@ -67,6 +67,8 @@ pub struct ServeArgs {
     /// parallel.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+    #[command(flatten)]
+    audit: super::audit::AuditArgs,
 }
 
 /// Parses `10`, `10s`, `500ms` or `2m` into a positive duration.
@@ -109,6 +111,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // fail to load are warnings, as in the other commands.
     let config = super::common::load_config(&args.host)?;
     let registry = ToolRegistry::new();
+    // The audit trail, on by default (docs/permissions.md, "Audit trail").
+    super::audit::attach_default(&registry, &args.audit, &config.audit)?;
     let loading = registry.begin_loading();
     let background = registry.clone();
     let host = args.host.clone();
