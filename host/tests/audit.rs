@@ -160,3 +160,36 @@ fn audit_flag_moves_the_file() {
     drop(client);
     assert!(!default_file(dir.path()).exists());
 }
+
+#[test]
+fn call_writes_a_record_only_when_asked() {
+    let Some(dir) = work() else { return };
+    let call = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(dir.path())
+            .args(["call", "add", r#"{"x": 40, "y": 2}"#, "--config"])
+            .arg(dir.path().join("toolhost.toml"))
+            .arg("--plugins")
+            .arg(dir.path().join("plugins"))
+            .args(extra)
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env_remove("TOOLHOST_PLUGINS")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", toolhost_testkit::show(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // One-shot calls write no trail by default.
+    call(&[]);
+    assert!(!default_file(dir.path()).exists());
+    let file = dir.path().join("call.jsonl");
+    let printed = call(&["--audit", file.to_str().unwrap()]);
+    let recs = records(&file);
+    assert_eq!(recs.len(), 1);
+    let r = &recs[0];
+    assert!(r.ok && r.tool == "add" && r.session == "cli");
+    assert_eq!(
+        r.result.as_ref().unwrap().render_sha256,
+        sha256_hex(printed.trim_end_matches('\n').as_bytes())
+    );
+}

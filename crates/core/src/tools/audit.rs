@@ -283,11 +283,14 @@ impl AuditLog {
             ToolEvent::ApprovalRequested { tool, .. } => p.tool.clone_from(tool),
             ToolEvent::Allowed { tool, by, .. } => {
                 p.tool.clone_from(tool);
-                push(&mut p.decisions, AuditDecision {
-                    by: by.clone(),
-                    decision: "allow".into(),
-                    reason: None,
-                });
+                push(
+                    &mut p.decisions,
+                    AuditDecision {
+                        by: by.clone(),
+                        decision: "allow".into(),
+                        reason: None,
+                    },
+                );
             }
             ToolEvent::ApprovalDecided {
                 tool,
@@ -297,11 +300,14 @@ impl AuditLog {
                 ..
             } => {
                 p.tool.clone_from(tool);
-                push(&mut p.decisions, AuditDecision {
-                    by: by.clone(),
-                    decision: decision_name(*decision).into(),
-                    reason: reason.as_deref().map(clean_text),
-                });
+                push(
+                    &mut p.decisions,
+                    AuditDecision {
+                        by: by.clone(),
+                        decision: decision_name(*decision).into(),
+                        reason: reason.as_deref().map(clean_text),
+                    },
+                );
             }
             ToolEvent::PermissionDenied {
                 tool, reason, by, ..
@@ -314,11 +320,14 @@ impl AuditLog {
                     .last()
                     .is_some_and(|d| d.by == *by && d.decision == "deny");
                 if !booked {
-                    push(&mut p.decisions, AuditDecision {
-                        by: by.clone(),
-                        decision: "deny".into(),
-                        reason: Some(clean_text(reason)),
-                    });
+                    push(
+                        &mut p.decisions,
+                        AuditDecision {
+                            by: by.clone(),
+                            decision: "deny".into(),
+                            reason: Some(clean_text(reason)),
+                        },
+                    );
                 }
                 p.denied_by = Some(by.clone());
             }

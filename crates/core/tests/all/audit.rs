@@ -147,7 +147,9 @@ fn decisions(r: &AuditRecord) -> Vec<(String, String)> {
 }
 
 fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
-    p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    p.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
 }
 
 #[tokio::test]
@@ -177,7 +179,10 @@ async fn one_record_per_call_with_who_decided_redacted_arguments_and_a_result_di
             &ctx,
         )
         .await;
-    assert!(matches!(hooked.output, Err(ToolError::PermissionDenied(..))));
+    assert!(matches!(
+        hooked.output,
+        Err(ToolError::PermissionDenied(..))
+    ));
     // 3. denied by the approver; the tool would leave a mark
     let mark = dir.path().join("wiped");
     let refused = reg
@@ -186,7 +191,10 @@ async fn one_record_per_call_with_who_decided_redacted_arguments_and_a_result_di
             &ctx,
         )
         .await;
-    assert!(matches!(refused.output, Err(ToolError::PermissionDenied(..))));
+    assert!(matches!(
+        refused.output,
+        Err(ToolError::PermissionDenied(..))
+    ));
     assert!(!mark.exists(), "a refused tool ran");
     // 4. not found
     let missing = reg
@@ -249,7 +257,10 @@ async fn one_record_per_call_with_who_decided_redacted_arguments_and_a_result_di
     // No path argument for the hook on `wipe`'s marker path: it allows or abstains;
     // then the approver's deny, booked once, with its reason.
     let last = r.decisions.last().unwrap();
-    assert_eq!((last.by.as_str(), last.decision.as_str()), ("approver", "deny"));
+    assert_eq!(
+        (last.by.as_str(), last.decision.as_str()),
+        ("approver", "deny")
+    );
     assert_eq!(last.reason.as_deref(), Some("not on a Friday"));
     assert_eq!(r.decisions.iter().filter(|d| d.by == "approver").count(), 1);
     assert!(r.error.as_deref().unwrap().contains("not on a Friday"));
@@ -464,11 +475,11 @@ fn the_record_format_is_the_documented_one() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/permissions.md"),
     )
     .unwrap();
-    let examples: Vec<&str> = docs
-        .lines()
-        .filter(|l| l.starts_with("{\"ts\":"))
-        .collect();
-    assert!(!examples.is_empty(), "no example record in docs/permissions.md");
+    let examples: Vec<&str> = docs.lines().filter(|l| l.starts_with("{\"ts\":")).collect();
+    assert!(
+        !examples.is_empty(),
+        "no example record in docs/permissions.md"
+    );
     for line in examples {
         let r: AuditRecord = serde_json::from_str(line).unwrap();
         assert_eq!(
