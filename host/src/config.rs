@@ -220,4 +220,14 @@ mod tests {
         assert!(!t.trust.accept_compatible_updates && t.trust.keys == ["RWQx"]);
         assert!(toml::from_str::<HostConfig>("[trust]\nrequire_approval = \"some\"").is_err());
     }
+
+    #[test]
+    fn audit_table_parses_with_defaults() {
+        let d = HostConfig::default().audit;
+        assert!(d.enabled && d.path.is_none() && d.max_bytes == 10 << 20 && d.keep == 5);
+        let c: HostConfig =
+            toml::from_str("[audit]\nenabled = false\npath = \"/x/a.jsonl\"\nkeep = 2\n").unwrap(); // ok: test code
+        assert!(!c.audit.enabled && c.audit.keep == 2 && c.audit.max_bytes == 10 << 20);
+        assert!(toml::from_str::<HostConfig>("[audit]\nmax_byte = 1").is_err());
+    }
 }

@@ -15,8 +15,9 @@
 //!   once as an unfinished record (`error_kind` `unfinished`, its decisions kept) and
 //!   forgotten, with a warning (logged on the 1st, 2nd, 4th, 8th, ... time). A record's
 //!   arguments are kept whole up to [`MAX_ARGUMENT_BYTES`] of JSON; larger ones are
-//!   replaced by their size and sha256. Tool names and texts are cut to
-//!   [`MAX_TEXT_BYTES`].
+//!   replaced by their size and sha256. Call ids are cut to [`MAX_ID_BYTES`], tool names
+//!   and texts to [`MAX_TEXT_BYTES`], so a pending call holds little memory whatever
+//!   its caller sends.
 //! - **One line per record**: a record is serialised by `serde_json`, which escapes every
 //!   control character, so whatever a tool, a model or a server puts in a name, an
 //!   argument or an error, a record is exactly one JSON line.
@@ -52,6 +53,9 @@ pub const MAX_ARGUMENT_BYTES: usize = 64 * 1024;
 /// Largest tool name, error message or reason a record keeps; longer ones keep their
 /// head and tail with a marker between.
 pub const MAX_TEXT_BYTES: usize = 16 * 1024;
+/// Longest call id a record keeps (callers choose ids: an MCP request id may be any
+/// string); longer ones keep their head and tail with a marker between.
+pub const MAX_ID_BYTES: usize = 1024;
 /// Most decisions kept per call (the hooks are the operator's, so this is only a guard).
 pub const MAX_DECISIONS: usize = 64;
 
@@ -264,7 +268,7 @@ impl AuditLog {
             }
         }
         let p = table.calls.entry(inv).or_insert_with(|| Pending {
-            call_id: event.call_id().to_string(),
+            call_id: cut_id(event.call_id()),
             tool: String::new(),
             decisions: Vec::new(),
             denied_by: None,
@@ -367,7 +371,7 @@ impl ToolEventListener for AuditLog {
         };
         let record = AuditRecord {
             ts: now(),
-            call_id: call_id.clone(),
+            call_id: cut_id(call_id),
             invocation: *invocation,
             session: session.clone(),
             tool: cut(tool),
@@ -446,6 +450,10 @@ fn clean_text(text: &str) -> String {
 
 fn cut(text: &str) -> String {
     truncate_render(text, MAX_TEXT_BYTES).0
+}
+
+fn cut_id(id: &str) -> String {
+    truncate_render(id, MAX_ID_BYTES).0
 }
 
 fn now() -> String {

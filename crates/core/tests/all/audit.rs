@@ -334,11 +334,15 @@ async fn hostile_text_and_a_huge_argument_stay_one_json_line_each() {
     let _ = reg.invoke("bad\nname\u{1b}[2J", json!({})).await;
     let huge = "A".repeat(2 << 20);
     assert!(reg.invoke("echo", json!({"text": huge})).await.is_ok());
+    // A call id of 100 000 bytes (an MCP request id may be any string).
+    let long_id = ToolCall::with_id("i".repeat(100_000), "echo", json!({"text": "id"}));
+    let inv = reg.invoke_call(long_id, &ToolContext::default()).await;
+    assert!(inv.is_ok());
     // A good call afterwards.
     assert!(reg.invoke("echo", json!({"text": "fine"})).await.is_ok());
 
     let text = std::fs::read_to_string(&file).unwrap();
-    assert_eq!(text.lines().count(), 5, "one line per call");
+    assert_eq!(text.lines().count(), 6, "one line per call");
     assert!(!text.contains('\r') && !text.contains('\u{1b}') && !text.contains('\0'));
     let recs = records(std::slice::from_ref(&file));
     assert!(recs.iter().all(|r| r.call_id != "forged"));
@@ -353,8 +357,13 @@ async fn hostile_text_and_a_huge_argument_stay_one_json_line_each() {
     assert!(omitted.bytes as usize > MAX_ARGUMENT_BYTES);
     assert_eq!(omitted.bytes, redacted.len() as u64);
     assert_eq!(omitted.sha256, sha256_hex(redacted.as_bytes()));
-    assert!(text.len() < 100_000, "the huge argument was written out");
-    assert_eq!(recs[4].arguments, json!({"text": "fine"}));
+    assert!(
+        text.len() < 100_000,
+        "the huge argument or the long id was written out"
+    );
+    assert!(recs[4].call_id.starts_with("iii") && recs[4].call_id.len() < 2 * 1024);
+    assert!(recs[4].ok);
+    assert_eq!(recs[5].arguments, json!({"text": "fine"}));
 }
 
 #[tokio::test]

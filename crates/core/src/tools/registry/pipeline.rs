@@ -41,7 +41,8 @@ struct Unfinished<'a> {
 
 impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
-        if self.done {
+        // While unwinding (a listener panicked), calling the listeners again could abort.
+        if self.done || std::thread::panicking() {
             return;
         }
         self.registry.emit(|| ToolEvent::Completed {
