@@ -4,7 +4,8 @@
 //! server is driven over raw JSON-RPC lines (which also checks that stdout carries
 //! protocol only). A hostile call (a control-character tool name with a secret
 //! argument) must stay one record without the secret, and the good calls around it are
-//! recorded with a result digest recomputed from what the client received.
+//! recorded with a result digest recomputed from what the client received. `chat` (driven
+//! by the `fakellm` peer) writes the trail by default too; `call` only with `--audit FILE`.
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -192,4 +193,121 @@ fn call_writes_a_record_only_when_asked() {
         r.result.as_ref().unwrap().render_sha256,
         sha256_hex(printed.trim_end_matches('\n').as_bytes())
     );
+}
+
+const FAKELLM_RULES: &str = r#"version: 1
+defaults:
+  fallback: deterministic_echo
+rules:
+  - name: answer
+    when:
+      tool_result_contains: "42"
+    respond:
+      content: "The sum is 42."
+  - name: call_add
+    when:
+      messages_contain: "40 + 2"
+    respond:
+      tool_calls:
+        - name: add
+          arguments: { x: 40, y: 2 }
+"#;
+
+/// A fakellm server (PyPI `fakellm`, an OpenAI-compatible fake) that asks for `add` with
+/// x = 40, y = 2 after a user message and answers after the tool result; killed on drop.
+struct FakeLlm {
+    child: std::process::Child,
+    base_url: String,
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fakellm(dir: &Path) -> Option<FakeLlm> {
+    let exe = toolhost_testkit::peers::peer(
+        "TOOLHOST_FAKELLM",
+        toolhost_testkit::workspace_root().join("target/peers/llm/venv/bin/fakellm"),
+    )?;
+    let rules = dir.join("fakellm.yaml");
+    std::fs::write(&rules, FAKELLM_RULES).unwrap();
+    let port = toolhost_testkit::free_port();
+    // Run the entry script with its venv's Python: a venv copied to another place keeps
+    // a shebang that names the old one.
+    let python = exe.with_file_name("python");
+    let mut cmd = if python.exists() {
+        let mut c = Command::new(python);
+        c.arg(&exe);
+        c
+    } else {
+        Command::new(&exe)
+    };
+    let child = cmd
+        .args([
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--config",
+        ])
+        .arg(&rules)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = FakeLlm {
+        child,
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+    };
+    // Readiness, bounded: 600 tries 50 ms apart.
+    for _ in 0..600 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(server);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("fakellm did not listen on port {port}");
+}
+
+#[test]
+fn chat_writes_a_record_per_tool_call_unless_told_not_to() {
+    let Some(dir) = work() else { return };
+    let Some(llm) = fakellm(dir.path()) else {
+        return;
+    };
+    let chat = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(dir.path())
+            .args(["chat", "--model", "fake", "--prompt", "What is 40 + 2?"])
+            .args(["--base-url", &llm.base_url, "--config"])
+            .arg(dir.path().join("toolhost.toml"))
+            .arg("--plugins")
+            .arg(dir.path().join("plugins"))
+            .args(extra)
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env_remove("TOOLHOST_PLUGINS")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", toolhost_testkit::show(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let answer = chat(&[]);
+    assert!(answer.contains("The sum is 42."), "{answer}");
+    let recs = records(&default_file(dir.path()));
+    assert_eq!(recs.len(), 1);
+    let r = &recs[0];
+    assert!(r.ok && r.executed && r.tool == "add", "{r:?}");
+    assert_eq!(r.arguments, json!({"x": 40, "y": 2}));
+    assert!(!r.session.is_empty() && r.session != "mcp" && r.session != "cli");
+    assert!(r.result.is_some());
+    // --no-audit: the same conversation adds nothing.
+    assert!(chat(&["--no-audit"]).contains("The sum is 42."));
+    assert_eq!(records(&default_file(dir.path())).len(), 1);
 }
