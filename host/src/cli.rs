@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 pub mod approvals;
 pub mod approve;
 pub mod approver;
+pub mod audit;
 pub mod call;
 pub mod chat;
 pub mod common;

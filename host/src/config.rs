@@ -58,6 +58,54 @@ pub struct HostConfig {
     /// [`crate::permissions`] and `docs/permissions.md`).
     #[serde(default)]
     pub permissions: crate::permissions::PermissionsConfig,
+    /// The audit trail of `serve` and `chat` (see `docs/permissions.md`, "Audit trail").
+    #[serde(default)]
+    pub audit: AuditConfig,
+}
+
+/// `[audit]`: where `serve` and `chat` write one record per tool call. The `--audit FILE`
+/// and `--no-audit` flags win.
+///
+/// ```toml
+/// [audit]
+/// enabled = true                          # false: no trail unless --audit FILE
+/// path = "/var/log/toolhost/audit.jsonl"  # default: <data dir>/toolhost/audit.jsonl
+/// max_bytes = 10485760                    # rotate above this size
+/// keep = 5                                # rotated files kept: audit.jsonl.1 .. .5
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Whether `serve` and `chat` write the trail by default.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The file (default: `<data dir>/toolhost/audit.jsonl`).
+    pub path: Option<std::path::PathBuf>,
+    /// Size above which the file is rotated.
+    #[serde(default = "audit_max_bytes")]
+    pub max_bytes: u64,
+    /// Rotated files kept.
+    #[serde(default = "audit_keep")]
+    pub keep: usize,
+}
+
+fn audit_max_bytes() -> u64 {
+    crate::tools::audit::DEFAULT_MAX_BYTES
+}
+
+fn audit_keep() -> usize {
+    crate::tools::audit::DEFAULT_KEEP
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            enabled: true,
+            path: None,
+            max_bytes: audit_max_bytes(),
+            keep: audit_keep(),
+        }
+    }
 }
 
 /// `[trust]`: the operator's trust settings.
@@ -175,5 +223,15 @@ mod tests {
         assert_eq!(t.trust.require_approval, RequireApproval::All);
         assert!(!t.trust.accept_compatible_updates && t.trust.keys == ["RWQx"]);
         assert!(toml::from_str::<HostConfig>("[trust]\nrequire_approval = \"some\"").is_err());
+    }
+
+    #[test]
+    fn audit_table_parses_with_defaults() {
+        let d = HostConfig::default().audit;
+        assert!(d.enabled && d.path.is_none() && d.max_bytes == 10 << 20 && d.keep == 5);
+        let c: HostConfig =
+            toml::from_str("[audit]\nenabled = false\npath = \"/x/a.jsonl\"\nkeep = 2\n").unwrap(); // ok: test code
+        assert!(!c.audit.enabled && c.audit.keep == 2 && c.audit.max_bytes == 10 << 20);
+        assert!(toml::from_str::<HostConfig>("[audit]\nmax_byte = 1").is_err());
     }
 }

@@ -205,7 +205,7 @@ fn serve_stdio_with_stderr_on_the_stdout_pipe_keeps_working() {
     let (reader, writer) = std::io::pipe().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .current_dir(dir.path())
-        .args(["serve", "--stdio", "-vvv", "--plugins"])
+        .args(["serve", "--stdio", "-vvv", "--no-audit", "--plugins"])
         .arg(dir.path())
         .env_remove("TOOLHOST_PLUGINS")
         .env_remove("RUST_LOG")
@@ -282,6 +282,7 @@ fn serve_http_on_a_public_address_names_the_allow_remote_flag() {
         dir.path(),
         &[
             "serve",
+            "--no-audit",
             "--http",
             "0.0.0.0:0",
             "--plugins",

@@ -74,6 +74,8 @@ impl Work {
             .arg("--plugins")
             .arg(self.plugins())
             .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
+            // The audit trail of `serve` goes to the work folder, not the user's.
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
             .env_remove("TOOLHOST_PLUGINS")
             .env_remove("RUST_LOG");
         cmd

@@ -39,6 +39,8 @@ fn setup(python: &Path) -> PathBuf {
 fn serve_args(dir: &Path) -> Vec<String> {
     let plugins = built_plugins(&["calc.wasm"]).unwrap_or_else(|| dir.join("no-plugins"));
     vec![
+        // The audit trail is tested in tests/audit.rs; keep the user's data folder clean.
+        "--no-audit".into(),
         "--config".into(),
         dir.join("toolhost.toml").display().to_string(),
         "--plugins".into(),

@@ -61,6 +61,9 @@ fn serve(extra: &[&str]) -> Command {
         .arg("--plugins")
         .arg(plugins(&dir))
         .env("RUST_LOG", "warn")
+        // The soak runs with the audit trail on (as `serve` does by default), in its
+        // own folder: 100 000 records rotate the file several times.
+        .env("XDG_DATA_HOME", dir.join("data"))
         .stderr(Stdio::inherit());
     cmd
 }

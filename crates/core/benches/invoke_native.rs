@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
+use toolhost_core::tools::audit::{AuditLog, RotatingFile};
 use toolhost_core::tools::{PermissionChecker, Tool, ToolCall, ToolContext, ToolRegistry};
 use toolhost_testkit::tools::Add;
 
@@ -43,6 +44,24 @@ fn bench(c: &mut Criterion) {
     g.bench_function("registry_invoke", |b| {
         b.to_async(&rt).iter(|| {
             let (registry, args, ctx) = (registry.clone(), args.clone(), ctx.clone());
+            async move {
+                let inv = registry
+                    .invoke_call(ToolCall::with_id("c", "add", args), &ctx)
+                    .await;
+                black_box(inv.output.unwrap())
+            }
+        })
+    });
+    // The same pipeline with the audit trail attached: one record per call, written to
+    // a rotating file (the cost `serve` and `chat` pay by default).
+    let dir = tempfile::tempdir().unwrap();
+    let audited = ToolRegistry::new().with_permission_checker(PermissionChecker::default());
+    audited.register(tool.clone()).unwrap();
+    let file = RotatingFile::open(dir.path().join("audit.jsonl"), 10 << 20, 2).unwrap();
+    audited.add_listener(Arc::new(AuditLog::new(file)));
+    g.bench_function("registry_invoke_audited", |b| {
+        b.to_async(&rt).iter(|| {
+            let (registry, args, ctx) = (audited.clone(), args.clone(), ctx.clone());
             async move {
                 let inv = registry
                     .invoke_call(ToolCall::with_id("c", "add", args), &ctx)

@@ -5,8 +5,8 @@
 //! approvals), [`hooks`] (the permission hook chain and the shipped hooks),
 //! [`approvals`] (approval scopes and the store of "always" decisions), [`registry`] (ToolRegistry and the invocation pipeline), [`definition`]
 //! (the definition offered to a model), [`typed`] (typed `Tool` and closure
-//! `DynamicTool`), [`render`] (truncation) and [`events`] (pipeline events and the audit
-//! sink), [`redact`] (what counts as a secret, for the audit and for error texts) and
+//! `DynamicTool`), [`render`] (truncation), [`events`] (pipeline events and the per-event
+//! sink), [`audit`] (the audit trail: one record per call, a rotating file), [`redact`] (what counts as a secret, for the audit and for error texts) and
 //! [`escape`] (untrusted text for a terminal). `docs/design.md` describes the API
 //! contract these make up.
 //!
@@ -14,6 +14,7 @@
 //! `toolhost::tools` (`use toolhost::tools::McpClient`), part of the public API contract.
 
 pub mod approvals;
+pub mod audit;
 pub mod base;
 pub mod definition;
 pub mod error;
@@ -30,10 +31,11 @@ pub use approvals::{
     ApprovalAnswer, ApprovalStore, ApprovalStoreError, ArgPattern, MemoryApprovals,
     RememberedApproval,
 };
+pub use audit::{AuditLog, AuditRecord, RotatingFile};
 pub use base::{BaseTool, ProgressEvent, ToolContext, ToolMetadata, ToolOutput, ToolSource};
 pub use definition::{FunctionDefinition, ToolDefinition};
 pub use error::ToolError;
-pub use events::{JsonlAuditSink, ToolEvent, ToolEventListener, redact_secrets};
+pub use events::{JsonlAuditSink, ResultDigest, ToolEvent, ToolEventListener, redact_secrets};
 pub use hooks::{
     DenyHosts, DenyPaths, HookCall, HookConfigError, HookVerdict, PermissionHook, RateLimit,
     RateRule,

@@ -27,6 +27,10 @@ pub struct CallArgs {
     /// with no terminal the call is denied).
     #[arg(long)]
     pub yes: bool,
+    /// Append this call's audit record (one JSON line) to FILE; off by default for
+    /// one-shot calls (see docs/permissions.md, "Audit trail").
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<std::path::PathBuf>,
 }
 
 /// Runs `toolhost call`.
@@ -46,6 +50,10 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         })
     };
     registry.set_approver(Some(approver));
+    if let Some(path) = &args.audit {
+        let config = super::common::load_config(&args.host)?.audit;
+        super::audit::attach(&registry, path.clone(), &config)?;
+    }
     let ctx = ToolContext::new("cli", "cli");
     let inv = registry
         .invoke_call(ToolCall::new(&args.tool, arguments), &ctx)

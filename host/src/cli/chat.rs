@@ -48,11 +48,16 @@ pub struct ChatArgs {
     /// Offer only tools with one of these tags (repeatable).
     #[arg(long = "tag")]
     tags: Vec<String>,
+    #[command(flatten)]
+    audit: super::audit::AuditArgs,
 }
 
 /// Runs `toolhost chat`.
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let (registry, _problems) = super::common::build_registry(&args.host).await?;
+    // The audit trail, on by default (docs/permissions.md, "Audit trail").
+    let audit_config = super::common::load_config(&args.host)?.audit;
+    super::audit::attach_default(&registry, &args.audit, &audit_config)?;
     let console = Arc::new(Mutex::new(()));
     registry.set_approver(Some(Arc::new(super::approver::TerminalApprover {
         console: console.clone(),

@@ -77,6 +77,8 @@ pub struct ServeArgs {
     /// quiet period of 300 ms, under the same trust rules as at start.
     #[arg(long)]
     no_watch: bool,
+    #[command(flatten)]
+    audit: super::audit::AuditArgs,
 }
 
 /// Parses `10`, `10s`, `500ms` or `2m` into a positive duration.
@@ -122,6 +124,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     registry.set_approver(Some(Arc::new(super::approver::NobodyToAsk {
         what: "`toolhost serve` cannot ask anyone to approve it",
     })));
+    // The audit trail, on by default (docs/permissions.md, "Audit trail").
+    super::audit::attach_default(&registry, &args.audit, &config.audit)?;
     let loading = registry.begin_loading();
     let background = registry.clone();
     let host = args.host.clone();

@@ -6,6 +6,8 @@
 //! - `ToolRegistry::subscribe` returns a `tokio::sync::broadcast` receiver (async, may lag
 //!   and drop under load: use it for UIs).
 //!
+//! [`AuditLog`](crate::tools::audit::AuditLog) gathers a call's events and writes one
+//! record per call (the product's audit trail, `docs/permissions.md`, "Audit trail").
 //! [`JsonlAuditSink`] writes one JSON line per event with secrets redacted by
 //! [`crate::tools::redact`]: values under secret-looking keys, secret header pairs, and
 //! credential-shaped strings (bearer tokens, JWTs, URL user-info, PEM keys) in the inputs,
@@ -16,9 +18,11 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
+use crate::tools::base::{ToolOutput, ToolSource};
 use crate::tools::permission::{ApprovalDecision, RiskLevel};
 
 /// An event of the invocation pipeline.
@@ -29,17 +33,31 @@ pub enum ToolEvent {
     Started {
         /// The call id.
         call_id: String,
+        /// The registry's number of this invocation (see [`ToolEvent::invocation`]).
+        invocation: u64,
         /// The tool name.
         tool: String,
         /// The arguments.
         input: Value,
     },
-    /// The call ended (successfully or not). Emitted for every call that got past lookup.
+    /// The call ended (successfully or not). Emitted for every call, including one whose
+    /// tool was not found, and one whose caller stopped waiting (its future was dropped:
+    /// then `error_kind` is `cancelled`). It carries what an audit record needs in one
+    /// place: the arguments, the session, the tool's source and a digest of the result.
     Completed {
         /// The call id.
         call_id: String,
+        /// The registry's number of this invocation (see [`ToolEvent::invocation`]).
+        invocation: u64,
         /// The tool name.
         tool: String,
+        /// The session id of the caller's context (empty when the caller set none).
+        session: String,
+        /// Where the tool comes from; `None` when no tool of that name was found.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        source: Option<ToolSource>,
+        /// The arguments as received (listeners redact them, see [`redact_secrets`]).
+        input: Value,
         /// Whether it succeeded.
         ok: bool,
         /// The error kind (`ToolError::kind`), on failure.
@@ -51,11 +69,16 @@ pub enum ToolEvent {
         duration: Duration,
         /// Whether the render text was truncated.
         truncated: bool,
+        /// Size and sha256 of the result, on success (see [`ResultDigest`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<ResultDigest>,
     },
     /// A destructive call is waiting for the approver.
     ApprovalRequested {
         /// The call id.
         call_id: String,
+        /// The registry's number of this invocation (see [`ToolEvent::invocation`]).
+        invocation: u64,
         /// The tool name.
         tool: String,
         /// The arguments.
@@ -67,6 +90,8 @@ pub enum ToolEvent {
     ApprovalDecided {
         /// The call id.
         call_id: String,
+        /// The registry's number of this invocation (see [`ToolEvent::invocation`]).
+        invocation: u64,
         /// The tool name.
         tool: String,
         /// The decision.
@@ -83,6 +108,8 @@ pub enum ToolEvent {
     Allowed {
         /// The call id.
         call_id: String,
+        /// The registry's number of this invocation (see [`ToolEvent::invocation`]).
+        invocation: u64,
         /// The tool name.
         tool: String,
         /// Who allowed it.
@@ -92,6 +119,8 @@ pub enum ToolEvent {
     PermissionDenied {
         /// The call id.
         call_id: String,
+        /// The registry's number of this invocation (see [`ToolEvent::invocation`]).
+        invocation: u64,
         /// The tool name.
         tool: String,
         /// Why.
@@ -101,11 +130,84 @@ pub enum ToolEvent {
     },
 }
 
+/// The size and sha256 of a successful call's result, computed by the registry when the
+/// call completes (only when someone listens), so an audit trail can prove what a tool
+/// returned without storing it.
+///
+/// - `bytes`/`sha256`: the canonical value as compact JSON, exactly as `serde_json`
+///   writes it (object keys sorted, no spaces): `sha256(serde_json::to_vec(&canonical))`.
+///   This is the whole result, before any truncation.
+/// - `render_bytes`/`render_sha256`: the UTF-8 render text the caller got (the model's
+///   view, after truncation; see `truncated`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultDigest {
+    /// Length of the canonical JSON, in bytes.
+    pub bytes: u64,
+    /// sha256 of the canonical JSON, lower-case hex.
+    pub sha256: String,
+    /// Length of the render text, in bytes.
+    pub render_bytes: u64,
+    /// sha256 of the render text, lower-case hex.
+    pub render_sha256: String,
+}
+
+impl ResultDigest {
+    /// The digest of `output`. The canonical JSON is streamed into the hash, never
+    /// buffered.
+    pub fn of(output: &ToolOutput) -> Self {
+        let mut hashed = HashingWriter::default();
+        // Writing a `Value` to a writer that never fails cannot fail: every key is a string.
+        if let Err(e) = serde_json::to_writer(&mut hashed, &output.canonical) {
+            tracing::warn!(error = %e, "audit: cannot serialise a result for its digest");
+        }
+        let render = output.render.as_bytes();
+        ResultDigest {
+            bytes: hashed.len,
+            sha256: hex::encode(hashed.hasher.finalize()),
+            render_bytes: render.len() as u64,
+            render_sha256: hex::encode(Sha256::digest(render)),
+        }
+    }
+}
+
+/// An `io::Write` that hashes and counts what it is given.
+#[derive(Default)]
+struct HashingWriter {
+    hasher: Sha256,
+    len: u64,
+}
+
+impl Write for HashingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.hasher.update(buf);
+        self.len += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }
 
 impl ToolEvent {
+    /// The registry's number of the invocation the event belongs to: unique in the
+    /// process, even when callers reuse a call id (two MCP sessions both sending request
+    /// id 1, a model repeating a `tool_call_id`). Listeners that gather a call's events
+    /// key them by this number, never by the call id alone.
+    pub fn invocation(&self) -> u64 {
+        match self {
+            ToolEvent::Started { invocation, .. }
+            | ToolEvent::Completed { invocation, .. }
+            | ToolEvent::ApprovalRequested { invocation, .. }
+            | ToolEvent::ApprovalDecided { invocation, .. }
+            | ToolEvent::Allowed { invocation, .. }
+            | ToolEvent::PermissionDenied { invocation, .. } => *invocation,
+        }
+    }
+
     /// The call id the event belongs to.
     pub fn call_id(&self) -> &str {
         match self {

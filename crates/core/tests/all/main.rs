@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod audit;
 mod context;
 mod execution;
 mod hooks;

@@ -25,10 +25,11 @@ impl ToolRegistry {
     pub(super) async fn gate(
         &self,
         entry: &ToolEntry,
-        call_id: &str,
+        (call_id, inv): (&str, u64),
         args: &Value,
         ctx: &ToolContext,
     ) -> Result<(), ToolError> {
+        let call_id = (call_id, inv);
         let (checker, hooks) = {
             let s = read(&self.inner.settings);
             (s.checker.clone(), s.hooks.clone())
@@ -40,7 +41,7 @@ impl ToolRegistry {
             }
         }
         let call = HookCall {
-            call_id,
+            call_id: call_id.0,
             tool: &entry.name,
             arguments: args,
             permissions: &entry.permissions,
@@ -73,17 +74,25 @@ impl ToolRegistry {
         Ok(())
     }
 
-    fn allowed(&self, entry: &ToolEntry, call_id: &str, by: &str) {
+    fn allowed(&self, entry: &ToolEntry, (call_id, inv): (&str, u64), by: &str) {
         self.emit(|| ToolEvent::Allowed {
             call_id: call_id.to_string(),
+            invocation: inv,
             tool: entry.name.clone(),
             by: by.to_string(),
         });
     }
 
-    fn denied(&self, entry: &ToolEntry, call_id: &str, by: &str, e: ToolError) -> ToolError {
+    fn denied(
+        &self,
+        entry: &ToolEntry,
+        (call_id, inv): (&str, u64),
+        by: &str,
+        e: ToolError,
+    ) -> ToolError {
         self.emit(|| ToolEvent::PermissionDenied {
             call_id: call_id.to_string(),
+            invocation: inv,
             tool: entry.name.clone(),
             reason: e.to_string(),
             by: by.to_string(),
@@ -94,13 +103,14 @@ impl ToolRegistry {
     fn decided(
         &self,
         entry: &ToolEntry,
-        call_id: &str,
+        (call_id, inv): (&str, u64),
         decision: ApprovalDecision,
         by: &str,
         reason: Option<String>,
     ) {
         self.emit(|| ToolEvent::ApprovalDecided {
             call_id: call_id.to_string(),
+            invocation: inv,
             tool: entry.name.clone(),
             decision,
             by: by.to_string(),
@@ -111,7 +121,7 @@ impl ToolRegistry {
     async fn approve(
         &self,
         entry: &ToolEntry,
-        call_id: &str,
+        call_id: (&str, u64),
         args: &Value,
         ctx: &ToolContext,
     ) -> Result<(), ToolError> {
@@ -155,14 +165,15 @@ impl ToolRegistry {
             return Err(self.denied(entry, call_id, "no_approver", e));
         };
         let request = ApprovalRequest {
-            call_id: call_id.to_string(),
+            call_id: call_id.0.to_string(),
             tool: entry.name.clone(),
             arguments: args.clone(),
             risk: entry.risk,
             reason: approval_reason(entry),
         };
         self.emit(|| ToolEvent::ApprovalRequested {
-            call_id: call_id.to_string(),
+            call_id: call_id.0.to_string(),
+            invocation: call_id.1,
             tool: entry.name.clone(),
             input: args.clone(),
             risk: entry.risk,

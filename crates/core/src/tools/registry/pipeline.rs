@@ -4,7 +4,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -14,10 +14,56 @@ use super::call::{ToolCall, ToolInvocation};
 use super::entry::ToolEntry;
 use super::validate::validation_error;
 use super::{ToolRegistry, read};
-use crate::tools::base::{ToolContext, ToolOutput};
+use crate::tools::base::{ToolContext, ToolOutput, ToolSource};
 use crate::tools::error::ToolError;
-use crate::tools::events::ToolEvent;
+use crate::tools::events::{ResultDigest, ToolEvent};
 use crate::tools::render::truncate_render;
+
+/// The next invocation number ([`ToolEvent::invocation`]): one counter for the whole
+/// process, so the numbers stay unique even across registries sharing a listener.
+static NEXT_INVOCATION: AtomicU64 = AtomicU64::new(1);
+
+/// Emits the `Completed` event of a call whose future is dropped before it finished (the
+/// caller stopped waiting: an aborted task, a timed-out `select!`), so every invocation
+/// ends in a `Completed` event and an audit record, and a listener's pending state for
+/// it is released. Disarmed on the normal path; costs nothing when nobody listens.
+struct Unfinished<'a> {
+    registry: &'a ToolRegistry,
+    invocation: u64,
+    call_id: &'a str,
+    tool: &'a str,
+    input: &'a Value,
+    ctx: &'a ToolContext,
+    source: Option<&'a ToolSource>,
+    start: Instant,
+    done: bool,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        // While unwinding (a listener panicked), calling the listeners again could abort.
+        if self.done || std::thread::panicking() {
+            return;
+        }
+        self.registry.emit(|| ToolEvent::Completed {
+            call_id: self.call_id.to_string(),
+            invocation: self.invocation,
+            tool: self.tool.to_string(),
+            session: self.ctx.session_id().to_string(),
+            source: self.source.cloned(),
+            input: self.input.clone(),
+            ok: false,
+            error_kind: Some("cancelled".into()),
+            error: Some(format!(
+                "the call of '{}' was abandoned: its caller stopped waiting before it finished",
+                self.tool
+            )),
+            duration: self.start.elapsed(),
+            truncated: false,
+            result: None,
+        });
+    }
+}
 
 impl ToolRegistry {
     /// Invokes a tool by name with a default context and a generated call id.
@@ -43,10 +89,22 @@ impl ToolRegistry {
         } else {
             id
         };
+        let invocation = NEXT_INVOCATION.fetch_add(1, Ordering::Relaxed);
         // Stage 1: lookup. While tools are still loading, an unknown name waits for
         // them (bounded; see `registry/loading.rs`).
         let call_ctx = ctx.child(&call_id);
         let mut entry = self.entry(&name);
+        let mut unfinished = Unfinished {
+            registry: self,
+            invocation,
+            call_id: &call_id,
+            tool: &name,
+            input: &arguments,
+            ctx: &call_ctx,
+            source: None,
+            start,
+            done: false,
+        };
         let mut waited = None;
         if entry.is_none() && self.is_loading() {
             match self.wait_for_tool(&name, &call_ctx).await {
@@ -54,26 +112,34 @@ impl ToolRegistry {
                 Err(e) => waited = Some(e),
             }
         }
+        unfinished.source = entry.as_ref().map(|e| &e.metadata.source);
         let (output, truncated) = match (&entry, waited) {
             (_, Some(e)) => (Err(e), false),
             (None, None) => (Err(ToolError::NotFound(name.clone())), false),
             (Some(entry), None) => {
-                self.run_pipeline(entry, &call_id, &arguments, &call_ctx)
+                self.run_pipeline(entry, (&call_id, invocation), &arguments, &call_ctx)
                     .await
             }
         };
+        unfinished.done = true;
+        drop(unfinished);
         let duration = start.elapsed();
         if let Some(entry) = &entry {
             entry.stats.record(output.is_ok(), duration);
         }
         self.emit(|| ToolEvent::Completed {
             call_id: call_id.clone(),
+            invocation,
             tool: name.clone(),
+            session: call_ctx.session_id().to_string(),
+            source: entry.as_ref().map(|e| e.metadata.source.clone()),
+            input: arguments.clone(),
             ok: output.is_ok(),
             error_kind: output.as_ref().err().map(|e| e.kind().to_string()),
             error: output.as_ref().err().map(|e| e.to_string()),
             duration,
             truncated,
+            result: output.as_ref().ok().map(ResultDigest::of),
         });
         ToolInvocation {
             call_id,
@@ -89,7 +155,7 @@ impl ToolRegistry {
     async fn run_pipeline(
         &self,
         entry: &Arc<ToolEntry>,
-        call_id: &str,
+        (call_id, invocation): (&str, u64),
         arguments: &Value,
         ctx: &ToolContext,
     ) -> (Result<ToolOutput, ToolError>, bool) {
@@ -109,7 +175,7 @@ impl ToolRegistry {
         }
 
         // Stage 3: the permission gate (policy, hooks, approval; `registry/approval.rs`).
-        if let Err(e) = self.gate(entry, call_id, args, ctx).await {
+        if let Err(e) = self.gate(entry, (call_id, invocation), args, ctx).await {
             return (Err(e), false);
         }
         let (default_timeout, max_bytes, semaphore) = {
@@ -146,6 +212,7 @@ impl ToolRegistry {
         }
         self.emit(|| ToolEvent::Started {
             call_id: call_id.to_string(),
+            invocation,
             tool: entry.name.clone(),
             input: args.clone(),
         });
