@@ -68,7 +68,8 @@ fn plugins() -> Option<PathBuf> {
     None
 }
 
-/// A work folder: `plugins/` (watched) and `cache/` (a private `XDG_CACHE_HOME`).
+/// A work folder: `plugins/` (watched), `cache/` (a private `XDG_CACHE_HOME`) and
+/// `data/` (a private `XDG_DATA_HOME`).
 struct Work {
     dir: tempfile::TempDir,
     from: PathBuf,
@@ -121,6 +122,8 @@ impl Work {
             .arg("--plugins")
             .arg(self.plugins())
             .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
+            // Its own data folder: the audit trail and remembered approvals stay here.
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
             .env_remove("TOOLHOST_PLUGINS")
             .env_remove("RUST_LOG");
         cmd

@@ -87,6 +87,8 @@ impl Folder {
             .args(["--config"])
             .arg(self.path().join("toolhost.toml"))
             .args(extra)
+            // A private data folder: no remembered approvals of the machine's user.
+            .env("XDG_DATA_HOME", self.path().join(".data"))
             .env_remove("TOOLHOST_PLUGINS")
             .stdin(std::process::Stdio::null())
             .output()
