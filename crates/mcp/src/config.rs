@@ -4,7 +4,8 @@
 //! [mcp.servers.everything]
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-everything"]
-//! env = { API_KEY = "..." }      # the child's whole environment (it starts empty)
+//! env = { API_KEY = "..." }      # the child's whole environment (it starts empty but for
+//!                                 # a minimal PATH: its program's folder, then the system's)
 //! inherit_env = ["HOME"]          # host variables copied into it by name
 //! timeout_secs = 30               # per request (default 30)
 //! # Confine it (see `sandbox` below):
@@ -105,7 +106,8 @@ pub struct McpServerConfig {
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Environment variables of the child (its environment is otherwise empty).
+    /// Environment variables of the child (its environment is otherwise empty, but for a
+    /// minimal `PATH` when neither this nor `inherit_env` sets one: see `minimal_path`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Host environment variables copied into the child's environment, by name.
@@ -169,6 +171,9 @@ impl McpServerConfig {
                     }
                 }
                 env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+                if !env.iter().any(|(k, _)| k == "PATH") {
+                    env.push(("PATH".into(), minimal_path(command)));
+                }
                 Ok(match &self.sandbox {
                     None => McpTransport::Stdio {
                         command: command.clone(),
@@ -203,6 +208,28 @@ impl McpServerConfig {
             .map(Duration::from_secs)
             .unwrap_or(DEFAULT_MCP_TIMEOUT)
     }
+}
+
+/// The system folders every `PATH` given to a server starts from.
+const SYSTEM_PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
+
+/// The `PATH` a stdio server gets when its entry sets none: the folder of its own
+/// program first (so `npx` or `uvx` installed by nvm or pipx finds the `node` or
+/// `python` beside it), then the system folders. Nothing else of the host's `PATH` (it
+/// may name private tool folders) and no other variable passes.
+fn minimal_path(command: &str) -> String {
+    let program = crate::stdio::resolve_command(command);
+    let own = program
+        .parent()
+        .filter(|d| d.is_absolute())
+        .map(|d| d.display().to_string());
+    let mut parts: Vec<String> = own.into_iter().collect();
+    for s in SYSTEM_PATH {
+        if !parts.iter().any(|p| p == s) {
+            parts.push((*s).to_string());
+        }
+    }
+    parts.join(":")
 }
 
 /// Connects every enabled server (concurrently) and registers their tools in name order,
@@ -283,7 +310,7 @@ mod tests {
     fn entries_parse_into_transports() {
         let cfg: McpConfig = serde_json::from_value(serde_json::json!({
             "servers": {
-                "a": {"command": "node", "args": ["x.js"], "env": {"K": "v"}, "timeout": 5},
+                "a": {"command": "node", "args": ["x.js"], "env": {"K": "v", "PATH": "/opt/n"}, "timeout": 5},
                 "b": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer t"}},
                 "c": {},
             }
@@ -296,7 +323,7 @@ mod tests {
             McpTransport::Stdio {
                 command: "node".into(),
                 args: vec!["x.js".into()],
-                env: vec![("K".into(), "v".into())]
+                env: vec![("K".into(), "v".into()), ("PATH".into(), "/opt/n".into())]
             }
         );
         assert!(matches!(
@@ -308,6 +335,36 @@ mod tests {
             Err(McpConfigError::NoTransport)
         );
         assert_eq!(cfg.servers["c"].timeout(), DEFAULT_MCP_TIMEOUT);
+    }
+
+    #[test]
+    fn a_server_without_path_gets_its_own_folder_and_the_system_folders_only() {
+        let dir = toolhost_testkit::temp_dir("mcp-path");
+        let tool = dir.join("npx");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        let cfg = McpServerConfig {
+            command: Some(tool.display().to_string()),
+            ..Default::default()
+        };
+        let Ok(McpTransport::Stdio { env, .. }) = cfg.transport() else {
+            panic!("a stdio transport");
+        };
+        let path = format!("{}:/usr/local/bin:/usr/bin:/bin", dir.display());
+        assert_eq!(env, vec![("PATH".to_string(), path)]);
+        // `inherit_env = ["PATH"]` passes the host's own instead.
+        let cfg = McpServerConfig {
+            command: Some("node".into()),
+            inherit_env: vec!["PATH".into()],
+            ..Default::default()
+        };
+        let Ok(McpTransport::Stdio { env, .. }) = cfg.transport() else {
+            panic!("a stdio transport");
+        };
+        let host = std::env::var("PATH").unwrap_or_default();
+        assert_eq!(env.iter().filter(|(k, _)| k == "PATH").count(), 1);
+        if !host.is_empty() {
+            assert_eq!(env[0].1, host);
+        }
     }
 
     #[test]
