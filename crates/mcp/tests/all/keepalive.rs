@@ -82,11 +82,17 @@ impl Conn {
             body.len()
         );
         if let Some(id) = session {
-            req.push_str(&format!("Mcp-Session-Id: {id}\r\nMcp-Protocol-Version: 2025-06-18\r\n"));
+            req.push_str(&format!(
+                "Mcp-Session-Id: {id}\r\nMcp-Protocol-Version: 2025-06-18\r\n"
+            ));
         }
         req.push_str("\r\n");
         req.push_str(body);
-        self.stream.get_mut().write_all(req.as_bytes()).await.unwrap();
+        self.stream
+            .get_mut()
+            .write_all(req.as_bytes())
+            .await
+            .unwrap();
         // A guard against a hang, not a timing assertion.
         tokio::time::timeout(Duration::from_secs(30), self.read_response())
             .await
@@ -202,7 +208,10 @@ async fn keepalive_calls_do_not_stall_on_delayed_acks() {
     // Warm both paths once, then alternate the two kinds so that whatever else the machine
     // is doing weighs on both alike.
     check_sum(&kept.post(Some(&session), &call(1)).await, 1);
-    check_sum(&Conn::open(addr).await.post(Some(&session), &call(2)).await, 2);
+    check_sum(
+        &Conn::open(addr).await.post(Some(&session), &call(2)).await,
+        2,
+    );
     let (mut keepalive, mut fresh) = (Vec::new(), Vec::new());
     for i in 0..CALLS {
         let id = 10 + 2 * i;
