@@ -201,8 +201,7 @@ fn parse_reply(body: &[u8]) -> Value {
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
         .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .filter(|v| v.get("id").is_some())
-        .last()
+        .rfind(|v| v.get("id").is_some())
         .unwrap_or(Value::Null)
 }
 
