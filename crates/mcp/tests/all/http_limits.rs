@@ -31,7 +31,8 @@ fn registry() -> ToolRegistry {
     r
 }
 
-async fn start(limits: HttpLimits) -> (SocketAddr, CancellationToken) {
+/// Serves a native `add` with `limits` on 127.0.0.1 (port 0); returns the bound address.
+pub(crate) async fn start(limits: HttpLimits) -> (SocketAddr, CancellationToken) {
     let stop = CancellationToken::new();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let server = McpServer::new(registry());
@@ -50,7 +51,7 @@ async fn start(limits: HttpLimits) -> (SocketAddr, CancellationToken) {
 }
 
 /// A good call through the real client: connect, call `add`, check the sum.
-async fn good_call(addr: SocketAddr) {
+pub(crate) async fn good_call(addr: SocketAddr) {
     let client =
         McpClient::new("self", McpTransport::http(format!("http://{addr}/mcp"))).with_timeout(10);
     client.connect().await.unwrap();
