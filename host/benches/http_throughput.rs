@@ -35,30 +35,14 @@ const CLIENTS: [usize; 3] = [1, 8, 64];
 /// Warm-up before each measured window.
 const WARM_UP: Duration = Duration::from_secs(1);
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
+/// server-everything's entry script (`cargo xtask peers`).
 fn everything() -> Option<PathBuf> {
-    let p = std::env::var_os("TOOLHOST_MCP_EVERYTHING")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            root().join(
-                "target/peers/mcp/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-            )
-        });
-    p.exists().then_some(p)
+    toolhost_testkit::peers::everything()
 }
 
+/// The built `calc` component (`cargo xtask plugins`).
 fn calc_wasm() -> Option<PathBuf> {
-    let p = std::env::var_os("TOOLHOST_TEST_PLUGINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/plugins"))
-        .join("calc.wasm");
-    p.exists().then_some(p)
+    toolhost_testkit::built_plugins(&["calc.wasm"]).map(|d| d.join("calc.wasm"))
 }
 
 fn free_port() -> Result<u16> {

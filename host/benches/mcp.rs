@@ -22,29 +22,14 @@ use criterion::Criterion;
 use serde_json::{Value, json};
 use toolhost::tools::{DynamicTool, McpClient, McpTransport, ToolOutput, ToolRegistry};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
+/// server-everything's entry script (`cargo xtask peers`).
 fn everything() -> Option<PathBuf> {
-    let p = std::env::var_os("TOOLHOST_MCP_EVERYTHING")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            root().join(
-                "target/peers/mcp/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-            )
-        });
-    p.exists().then_some(p)
+    toolhost_testkit::peers::everything()
 }
 
+/// The built example plugins (`cargo xtask plugins`).
 fn plugins() -> Option<PathBuf> {
-    let p = std::env::var_os("TOOLHOST_TEST_PLUGINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/plugins"));
-    p.join("calc.wasm").exists().then_some(p)
+    toolhost_testkit::built_plugins(&["calc.wasm"])
 }
 
 fn criterion_part(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
