@@ -22,6 +22,7 @@
 //!   [`McpClient::register_into`] is updated in the background.
 
 mod connection;
+mod features;
 mod transport;
 
 use std::collections::HashMap;
@@ -44,6 +45,9 @@ use crate::info::{McpToolInfo, output_from_result};
 use crate::rating::McpToolRules;
 use crate::stdio::StdioLimits;
 use connection::Conn;
+pub use features::{
+    MAX_INSTRUCTIONS_BYTES, MAX_ITEMS, MAX_PAGES, UpstreamError, UpstreamEvent, UpstreamInfo,
+};
 pub use transport::McpTransport;
 
 /// Default time budget of one MCP request: 30 s.
@@ -71,6 +75,8 @@ struct Shared {
     tools: RwLock<Option<(u64, Arc<Vec<McpToolInfo>>)>>,
     changed: Arc<watch::Sender<u64>>,
     progress: Arc<Mutex<HashMap<ProgressToken, ToolContext>>>,
+    /// The server's notifications for the gateway.
+    events: tokio::sync::broadcast::Sender<UpstreamEvent>,
     failures: AtomicU32,
     reconnects: AtomicU64,
     closed: AtomicBool,
@@ -130,6 +136,7 @@ impl McpClient {
                 tools: RwLock::new(None),
                 changed: Arc::new(changed),
                 progress: Arc::new(Mutex::new(HashMap::new())),
+                events: tokio::sync::broadcast::channel(features::EVENT_BACKLOG).0,
                 failures: AtomicU32::new(0),
                 reconnects: AtomicU64::new(0),
                 closed: AtomicBool::new(false),

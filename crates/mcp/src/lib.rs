@@ -4,6 +4,8 @@
 //!   turns its tools into registry tools ([`McpTool`]), kept in sync on `list_changed`.
 //! - [`server`] serves a [`ToolRegistry`](toolhost_core::tools::ToolRegistry) as an MCP
 //!   server over stdio or Streamable HTTP.
+//! - [`gateway`] gathers what the wrapped servers offer besides tools (resources,
+//!   prompts, completions, logs) for the server to pass on.
 //! - [`sandbox`] confines a stdio server that declares `sandbox = { ... }` (Linux: Landlock
 //!   and seccomp; see docs/permissions.md, "Sandboxed MCP servers").
 //!
@@ -14,6 +16,7 @@
 pub mod client;
 pub mod config;
 mod error;
+pub mod gateway;
 pub mod info;
 pub mod rating;
 pub mod sandbox;
@@ -25,6 +28,7 @@ pub mod tool;
 pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 pub use config::{McpConfig, McpServerConfig};
 pub use error::{McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem};
+pub use gateway::{Gateway, GatewayError, GatewayEvent};
 pub use info::{McpToolAnnotations, McpToolInfo};
 pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};
 pub use sandbox::{McpSandbox, McpSandboxError};

@@ -39,10 +39,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -52,8 +55,12 @@ use toolhost_core::tools::{
     Permission, RiskLevel, ServedHints, ToolCall, ToolContext, ToolEntry, ToolRegistry,
 };
 
+mod gateway_session;
 mod http;
 mod stdio;
+
+use crate::gateway::Gateway;
+use gateway_session::GatewaySession;
 
 pub use http::{CappedSessionManager, HttpLimits, SessionLimitError};
 
@@ -67,6 +74,8 @@ pub struct McpServer {
     name: String,
     version: String,
     instructions: Option<String>,
+    /// What the wrapped MCP servers offer besides tools, when serving as a gateway.
+    gateway: Option<Gateway>,
     /// The state of the session this instance serves (a fresh one per HTTP session).
     session: Arc<Session>,
 }
@@ -81,15 +90,18 @@ struct Session {
     /// The session id the tools see (`ToolContext::session_id`): `mcp-N`, unique in this
     /// process, so "allow for this session" approvals stay with the client that gave them.
     id: String,
+    /// Its log level and resource subscriptions, when serving as a gateway.
+    gateway: GatewaySession,
 }
 
 impl Session {
-    fn new() -> Arc<Session> {
+    fn new(gateway: Option<Gateway>) -> Arc<Session> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Arc::new(Session {
             initialized_at: std::sync::atomic::AtomicU64::new(u64::MAX),
             id: format!("mcp-{n}"),
+            gateway: GatewaySession::new(gateway),
         })
     }
 }
@@ -103,16 +115,25 @@ impl McpServer {
             name: "toolhost".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
-            session: Session::new(),
+            gateway: None,
+            session: Session::new(None),
         }
     }
 
     /// A copy for a new session: same registry and identity, its own session state.
     pub(crate) fn for_session(&self) -> Self {
         Self {
-            session: Session::new(),
+            session: Session::new(self.gateway.clone()),
             ..self.clone()
         }
+    }
+
+    /// Serves what `gateway`'s servers offer besides tools: resources, templates and
+    /// subscriptions, prompts, completions, their logs and instructions.
+    pub fn with_gateway(mut self, gateway: Gateway) -> Self {
+        self.session = Session::new(Some(gateway.clone()));
+        self.gateway = Some(gateway);
+        self
     }
 
     /// Sets the server name and version sent in the handshake.
@@ -170,6 +191,14 @@ fn tool_of(entry: &ToolEntry) -> Tool {
     ))
 }
 
+impl McpServer {
+    fn gateway_or_not_found(&self, method: &'static str) -> Result<&Gateway, ErrorData> {
+        self.gateway
+            .as_ref()
+            .ok_or_else(|| ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, method, None))
+    }
+}
+
 fn error_result(kind: &str, message: String) -> CallToolResult {
     let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
     r.structured_content = Some(json!({"error": kind, "message": message}));
@@ -178,14 +207,33 @@ fn error_result(kind: &str, message: String) -> CallToolResult {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let caps = ServerCapabilities::builder()
+        let mut caps = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        // Logs: the wrapped servers' and, later, the plugins'. Resources, prompts and
+        // completions: what the wrapped servers offer (empty lists without any).
+        caps.logging = Some(JsonObject::new());
+        if self.gateway.is_some() {
+            let mut resources = ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            resources.list_changed = Some(true);
+            caps.resources = Some(resources);
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            caps.prompts = Some(prompts);
+            caps.completions = Some(JsonObject::new());
+        }
         let mut info = ServerConfig::new(caps)
             .with_server_info(Implementation::new(self.name.clone(), self.version.clone()));
-        if let Some(i) = &self.instructions {
-            info = info.with_instructions(i.clone());
+        let wrapped = self.gateway.as_ref().and_then(Gateway::instructions);
+        let text = match (&self.instructions, wrapped) {
+            (Some(own), Some(w)) => Some(format!("{own}\n\n{w}")),
+            (Some(own), None) => Some(own.clone()),
+            (None, w) => w,
+        };
+        if let Some(i) = text {
+            info = info.with_instructions(i);
         }
         info
     }
@@ -253,6 +301,116 @@ impl ServerHandler for McpServer {
         Ok(CallToolResponse::Complete(result))
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let items = match &self.gateway {
+            Some(g) => g.list_resources().await,
+            None => Vec::new(),
+        };
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let items = match &self.gateway {
+            Some(g) => g.list_resource_templates().await,
+            None => Vec::new(),
+        };
+        Ok(ListResourceTemplatesResult::with_all_items(items))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let gateway = self.gateway_or_not_found("resources/read")?;
+        Ok(ReadResourceResponse::Complete(
+            gateway.read_resource(&request.uri).await?,
+        ))
+    }
+
+    #[allow(deprecated)] // 2025-11-25 clients subscribe this way (see `listen` for 2026-07-28)
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let gateway = self.gateway_or_not_found("resources/subscribe")?;
+        self.session
+            .gateway
+            .subscribe(gateway, &request.uri)
+            .await?;
+        Ok(())
+    }
+
+    #[allow(deprecated)] // as `subscribe`
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let gateway = self.gateway_or_not_found("resources/unsubscribe")?;
+        self.session
+            .gateway
+            .unsubscribe(gateway, &request.uri)
+            .await?;
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let items = match &self.gateway {
+            Some(g) => g.list_prompts().await,
+            None => Vec::new(),
+        };
+        Ok(ListPromptsResult::with_all_items(items))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let gateway = self.gateway_or_not_found("prompts/get")?;
+        Ok(GetPromptResponse::Complete(
+            gateway.get_prompt(request).await?,
+        ))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        match &self.gateway {
+            Some(g) => Ok(g.complete(request).await?),
+            None => Ok(CompleteResult::default()),
+        }
+    }
+
+    #[allow(deprecated)] // logging is deprecated for 2026-07-28; 2025-11-25 clients use it
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.session.gateway.set_level(request.level);
+        if let Some(g) = &self.gateway {
+            g.set_level(request.level).await;
+        }
+        Ok(())
+    }
+
     async fn initialize(
         &self,
         request: InitializeRequestParams,
@@ -271,6 +429,9 @@ impl ServerHandler for McpServer {
         // after the `initialize` answer. Tools loading in the background may have been
         // registered before this notification arrived (a `tools/list` sent meanwhile may
         // or may not have seen them): then one list_changed goes out at once.
+        if self.gateway.is_some() {
+            self.session.gateway.forward(context.peer.clone());
+        }
         let peer = context.peer.clone();
         let mut rx = self.registry.watch_changes();
         let now = *rx.borrow_and_update();

@@ -128,6 +128,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     super::audit::attach_default(&registry, &args.audit, &config.audit)?;
     let loading = registry.begin_loading();
     let background = registry.clone();
+    // Resources, prompts, completions and logs of the wrapped MCP servers pass through.
+    let gateway = toolhost::mcp::Gateway::new();
+    let upstreams = gateway.clone();
     let host = args.host.clone();
     // Watch before loading, so a change made while the start-up load runs is not missed;
     // the changes are applied once it is done. A folder that cannot be watched is a
@@ -153,13 +156,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
         // Calls of tools not loaded yet waited until here.
         drop(loading);
+        for client in report.mcp_clients {
+            upstreams.add(client).await;
+        }
         if let Some(watch) = watch {
             watch
                 .run(background, config.trust.clone(), report.plugins)
                 .await;
         }
     });
-    let server = McpServer::new(registry);
+    let server = McpServer::new(registry).with_gateway(gateway);
     match args.http {
         Some(addr) => {
             let stop = StopToken::new();

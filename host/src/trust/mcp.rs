@@ -38,13 +38,17 @@ pub struct McpWithheld {
 
 /// Connects the MCP servers of `config`, offering only the tools the lock's `[mcp.NAME]`
 /// pins allow (see [`toolhost_trust::evaluate_mcp_tool`]), at connect time and at every
-/// `tools/list_changed` refresh. Returns what was withheld at connect time and the
-/// problems met.
+/// `tools/list_changed` refresh. Returns what was withheld at connect time, the
+/// problems met and the connected clients.
 pub async fn connect_mcp(
     registry: &ToolRegistry,
     config: &crate::config::HostConfig,
     lock: &Lock,
-) -> (Vec<McpWithheld>, Vec<LoadProblem>) {
+) -> (
+    Vec<McpWithheld>,
+    Vec<LoadProblem>,
+    Vec<crate::mcp::McpClient>,
+) {
     use std::sync::{Arc, Mutex};
     let opts = config.trust.options();
     let withheld: Arc<Mutex<Vec<McpWithheld>>> = Arc::default();
@@ -76,9 +80,9 @@ pub async fn connect_mcp(
             false
         }))
     };
-    let (_clients, problems) =
+    let (clients, problems) =
         crate::mcp::config::connect_all_filtered(registry, &config.mcp, filter_for).await;
     let problems = problems.iter().map(crate::loader::mcp_problem).collect();
     let withheld = withheld.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    (withheld, problems)
+    (withheld, problems, clients)
 }

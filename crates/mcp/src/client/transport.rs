@@ -1,7 +1,11 @@
 //! Opening a connection: [`McpTransport`] (a stdio child process, sandboxed or not, or
 //! Streamable HTTP), spawning the child with a cleared environment (and inside its
 //! sandbox, when one is declared), the handshake under the client's timeout, and the rmcp
-//! handler ([`Hooks`]) that forwards `list_changed` and progress.
+//! handler ([`Hooks`]) that forwards `list_changed` and progress, and passes logs and
+//! resource and prompt changes on to the gateway ([`super::UpstreamEvent`]).
+
+// Logging is deprecated in rmcp (2026-07-28 protocol) but 2025-11-25 servers send it.
+#![allow(deprecated)]
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -9,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion,
+    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{
     ClientCacheConfig, NotificationContext, RoleClient, RunningService, ServiceExt,
@@ -93,6 +97,7 @@ pub(super) struct Hooks {
     pub(super) info: ClientConfig,
     pub(super) changed: Arc<watch::Sender<u64>>,
     pub(super) progress: Arc<Mutex<HashMap<ProgressToken, ToolContext>>>,
+    pub(super) events: tokio::sync::broadcast::Sender<super::UpstreamEvent>,
 }
 
 impl rmcp::ClientHandler for Hooks {
@@ -120,6 +125,34 @@ impl rmcp::ClientHandler for Hooks {
             ctx.report_progress(params.progress, params.total, params.message);
         }
     }
+
+    // The gateway's notifications: nobody listening is fine (send fails, nothing lost
+    // that anyone wanted).
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(super::UpstreamEvent::Log(params));
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self
+            .events
+            .send(super::UpstreamEvent::ResourceUpdated(params.uri));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(super::UpstreamEvent::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(super::UpstreamEvent::PromptsChanged);
+    }
 }
 
 /// Kills a child process and waits (a little) for it to go.
@@ -141,6 +174,7 @@ impl McpClient {
             info,
             changed: self.shared.changed.clone(),
             progress: self.shared.progress.clone(),
+            events: self.shared.events.clone(),
         }
     }
 

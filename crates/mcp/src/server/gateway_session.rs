@@ -1,0 +1,250 @@
+//! One MCP session's share of the gateway: the log level its client set, the resources it
+//! subscribed to, and the task that passes the wrapped servers' notifications to it.
+//!
+//! - Logs go out only after the client set a level (`logging/setLevel`), at that level or
+//!   above, at most [`LOG_BURST`] at once and [`LOG_PER_SECOND`] a second on average (the
+//!   rest is dropped and counted in the trace log), each cut to [`MAX_LOG_DATA_BYTES`] of
+//!   JSON. The logger is prefixed with the server's name, so the client sees who spoke.
+//! - `resources/updated` goes out for the URIs this session subscribed to, under the URI it
+//!   subscribed with; `resources/list_changed` and `prompts/list_changed` go to everyone.
+//! - A session that ends gives its subscriptions back (the last one unsubscribes upstream).
+
+#![allow(deprecated)] // logging and resources/subscribe: see crate::gateway
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
+};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::gateway::{Gateway, GatewayEvent, level_rank};
+
+/// Log messages a session may get at once.
+pub const LOG_BURST: f64 = 100.0;
+/// Log messages a session may get per second, on average.
+pub const LOG_PER_SECOND: f64 = 50.0;
+/// The most JSON bytes of one log message's `data` passed on; more is cut.
+pub const MAX_LOG_DATA_BYTES: usize = 16 * 1024;
+
+#[derive(Default)]
+struct State {
+    level: Option<LoggingLevel>,
+    /// `(server, the server's uri)` → the URI this session subscribed with.
+    subscriptions: HashMap<(String, String), String>,
+}
+
+/// A session's gateway state. Cloned handles share it.
+pub(super) struct GatewaySession {
+    gateway: Option<Gateway>,
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for GatewaySession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewaySession").finish_non_exhaustive()
+    }
+}
+
+impl GatewaySession {
+    pub(super) fn new(gateway: Option<Gateway>) -> Self {
+        Self {
+            gateway,
+            state: Arc::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn set_level(&self, level: LoggingLevel) {
+        self.lock().level = Some(level);
+    }
+
+    pub(super) async fn subscribe(&self, gateway: &Gateway, uri: &str) -> Result<(), ErrorData> {
+        let key = gateway.subscribe(uri).await?;
+        let again = self
+            .lock()
+            .subscriptions
+            .insert(key.clone(), uri.to_string());
+        if again.is_some() {
+            // One count per session: a second subscribe to the same URI changes nothing.
+            gateway.unsubscribe(&key).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn unsubscribe(&self, gateway: &Gateway, uri: &str) -> Result<(), ErrorData> {
+        let key = {
+            let mut st = self.lock();
+            let key = st
+                .subscriptions
+                .iter()
+                .find(|(_, served)| *served == uri)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = &key {
+                st.subscriptions.remove(k);
+            }
+            key
+        };
+        // Unsubscribing from something not subscribed is not an error (nothing to stop).
+        if let Some(key) = key {
+            gateway.unsubscribe(&key).await?;
+        }
+        Ok(())
+    }
+
+    /// Passes the gateway's notifications to `peer` until its transport closes.
+    pub(super) fn forward(&self, peer: Peer<RoleServer>) {
+        let Some(gateway) = &self.gateway else {
+            return;
+        };
+        let mut rx = gateway.events();
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            let mut bucket = LOG_BURST;
+            let mut last = Instant::now();
+            let mut dropped = 0u64;
+            loop {
+                let ev = tokio::select! {
+                    r = rx.recv() => match r {
+                        Ok(ev) => ev,
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                    _ = tokio::time::sleep(Duration::from_secs(30)) => {
+                        if peer.is_transport_closed() { break }
+                        continue;
+                    }
+                };
+                if peer.is_transport_closed() {
+                    break;
+                }
+                let sent = match ev {
+                    GatewayEvent::Log { server, params } => {
+                        let level = state.lock().unwrap_or_else(|e| e.into_inner()).level;
+                        let wanted =
+                            level.is_some_and(|l| level_rank(params.level) >= level_rank(l));
+                        if !wanted {
+                            continue;
+                        }
+                        let now = Instant::now();
+                        bucket = (bucket + now.duration_since(last).as_secs_f64() * LOG_PER_SECOND)
+                            .min(LOG_BURST);
+                        last = now;
+                        if bucket < 1.0 {
+                            dropped += 1;
+                            tracing::trace!(server = %server, dropped, "log message over the session's rate, dropped");
+                            continue;
+                        }
+                        bucket -= 1.0;
+                        peer.notify_logging_message(bounded_log(&server, params))
+                            .await
+                    }
+                    GatewayEvent::ResourceUpdated { server, uri } => {
+                        let served = state
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .subscriptions
+                            .get(&(server, uri))
+                            .cloned();
+                        match served {
+                            Some(uri) => {
+                                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(
+                                    uri,
+                                ))
+                                .await
+                            }
+                            None => continue,
+                        }
+                    }
+                    GatewayEvent::ResourcesChanged => peer.notify_resource_list_changed().await,
+                    GatewayEvent::PromptsChanged => peer.notify_prompt_list_changed().await,
+                };
+                if sent.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+impl Drop for GatewaySession {
+    fn drop(&mut self) {
+        let Some(gateway) = self.gateway.clone() else {
+            return;
+        };
+        let keys: Vec<(String, String)> =
+            self.lock().subscriptions.drain().map(|(k, _)| k).collect();
+        if keys.is_empty() {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                for key in keys {
+                    if let Err(e) = gateway.unsubscribe(&key).await {
+                        tracing::debug!("gateway: unsubscribe after the session ended: {e}");
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// The message under `server/logger`, its data cut to [`MAX_LOG_DATA_BYTES`] of JSON.
+fn bounded_log(
+    server: &str,
+    mut params: LoggingMessageNotificationParam,
+) -> LoggingMessageNotificationParam {
+    params.logger = Some(match &params.logger {
+        Some(l) => format!("{server}/{}", cut(l, 256)),
+        None => server.to_string(),
+    });
+    let json = params.data.to_string();
+    if json.len() > MAX_LOG_DATA_BYTES {
+        params.data = Value::String(format!(
+            "{}… (cut at {MAX_LOG_DATA_BYTES} bytes)",
+            cut(&json, MAX_LOG_DATA_BYTES)
+        ));
+    }
+    params.meta = None;
+    params
+}
+
+fn cut(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_are_named_and_bounded() {
+        let p = LoggingMessageNotificationParam::new(
+            LoggingLevel::Info,
+            Value::String("x".repeat(100_000)),
+        );
+        let b = bounded_log("srv", p);
+        assert_eq!(b.logger.as_deref(), Some("srv"));
+        assert!(b.data.to_string().len() < MAX_LOG_DATA_BYTES + 100);
+        let mut p = LoggingMessageNotificationParam::new(LoggingLevel::Info, Value::Bool(true));
+        p.logger = Some("é".repeat(1000));
+        let b = bounded_log("s", p);
+        assert!(
+            b.logger
+                .is_some_and(|l| l.starts_with("s/") && l.len() <= 260)
+        );
+        assert_eq!(b.data, Value::Bool(true));
+    }
+}
