@@ -15,6 +15,7 @@
 
 pub mod client;
 pub mod config;
+pub mod downstream;
 mod error;
 pub mod gateway;
 pub mod info;
@@ -27,6 +28,7 @@ pub mod tool;
 
 pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 pub use config::{McpConfig, McpServerConfig};
+pub use downstream::DownstreamClient;
 pub use error::{McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem};
 pub use gateway::{Gateway, GatewayError, GatewayEvent};
 pub use info::{McpToolAnnotations, McpToolInfo};

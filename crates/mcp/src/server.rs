@@ -257,8 +257,14 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        // The client itself travels with the call: a wrapped server's sampling or
+        // elicitation request, or an approval, is asked of this client.
         let mut ctx = ToolContext::new(self.session.id.clone(), context.id.to_string())
-            .with_cancellation(context.ct.child_token());
+            .with_cancellation(context.ct.child_token())
+            .with(crate::DownstreamClient::new(
+                context.peer.clone(),
+                self.session.id.clone(),
+            ));
         let mut forward = None;
         if let Some(token) = context.meta.get_progress_token() {
             let (tx, mut rx) = mpsc::unbounded_channel();

@@ -13,11 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ResourceUpdatedNotificationParam,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, FormElicitationCapability,
+    Implementation, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ResourceUpdatedNotificationParam, RootsCapabilities,
+    SamplingCapability,
 };
 use rmcp::service::{
-    ClientCacheConfig, NotificationContext, RoleClient, RunningService, ServiceExt,
+    ClientCacheConfig, NotificationContext, RequestContext, RoleClient, RunningService, ServiceExt,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -98,6 +101,22 @@ pub(super) struct Hooks {
     pub(super) changed: Arc<watch::Sender<u64>>,
     pub(super) progress: Arc<Mutex<HashMap<ProgressToken, ToolContext>>>,
     pub(super) events: tokio::sync::broadcast::Sender<super::UpstreamEvent>,
+    /// How long a request passed on to the client of `serve` may wait for its answer.
+    pub(super) timeout: Duration,
+}
+
+impl Hooks {
+    /// The client of `serve` whose calls are in flight on this server.
+    fn downstream(&self, what: &str) -> Result<crate::DownstreamClient, rmcp::ErrorData> {
+        let calls: Vec<ToolContext> = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        crate::downstream::one_downstream(&calls, what)
+    }
 }
 
 impl rmcp::ClientHandler for Hooks {
@@ -123,6 +142,39 @@ impl rmcp::ClientHandler for Hooks {
             .cloned();
         if let Some(ctx) = ctx {
             ctx.report_progress(params.progress, params.total, params.message);
+        }
+    }
+
+    // A wrapped server's requests back go to the client of `serve` whose call they belong
+    // to (docs/mcp.md, "Requests from wrapped servers").
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        self.downstream("sampling/createMessage")?
+            .create_message(params, self.timeout)
+            .await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        self.downstream("elicitation/create")?
+            .elicit(params, self.timeout)
+            .await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, rmcp::ErrorData> {
+        // Outside a call (servers often ask right after `initialize`) there are no roots.
+        match self.downstream("roots/list") {
+            Ok(d) => d.list_roots(self.timeout).await,
+            Err(_) => Ok(ListRootsResult::default()),
         }
     }
 
@@ -164,8 +216,16 @@ pub(super) async fn kill_child(child: &tokio::sync::Mutex<tokio::process::Child>
 
 impl McpClient {
     fn hooks(&self) -> Hooks {
+        // Declared so wrapped servers may ask; each request is passed on to the client of
+        // `serve` whose call it belongs to, and refused when that client cannot take it.
+        let mut caps = ClientCapabilities::default();
+        caps.sampling = Some(SamplingCapability::default());
+        let mut elicitation = ElicitationCapability::default();
+        elicitation.form = Some(FormElicitationCapability::default());
+        caps.elicitation = Some(elicitation);
+        caps.roots = Some(RootsCapabilities::default());
         let mut info = ClientConfig::new(
-            ClientCapabilities::default(),
+            caps,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
         );
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
@@ -175,6 +235,7 @@ impl McpClient {
             changed: self.shared.changed.clone(),
             progress: self.shared.progress.clone(),
             events: self.shared.events.clone(),
+            timeout: self.cfg.timeout,
         }
     }
 

@@ -1,0 +1,187 @@
+//! [`DownstreamClient`]: the MCP client connected to `toolhost serve`, as the calls it
+//! makes see it. The server puts one into every call's [`ToolContext`] (a typed inbound
+//! value), so that a wrapped server's requests back — sampling, elicitation, roots — reach
+//! the client whose call they belong to, and so that an approval can be asked of that
+//! client's user (elicitation).
+//!
+//! A wrapped server's request names no call, so it goes to the client of the calls in
+//! flight on that server; if calls of several sessions are in flight there, it is
+//! refused as ambiguous rather than shown to the wrong user ([`one_downstream`]).
+
+// Sampling and roots are deprecated in rmcp (2026-07-28 forbids server-to-client
+// requests); clients and servers of the 2025-11-25 protocol use them.
+#![allow(deprecated)]
+
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode,
+    ListRootsResult,
+};
+use rmcp::service::{Peer, RoleServer, ServiceError};
+use toolhost_core::tools::ToolContext;
+
+/// The client of an MCP session of `serve`. Cheap to clone.
+#[derive(Clone)]
+pub struct DownstreamClient {
+    peer: Peer<RoleServer>,
+    session: String,
+}
+
+impl std::fmt::Debug for DownstreamClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DownstreamClient")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+fn unsupported(what: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("{what}: the client connected to toolhost did not declare this capability"),
+        None,
+    )
+}
+
+impl DownstreamClient {
+    /// The client of session `session`, reached through `peer`.
+    pub fn new(peer: Peer<RoleServer>, session: impl Into<String>) -> Self {
+        Self {
+            peer,
+            session: session.into(),
+        }
+    }
+
+    /// Its MCP session id (`ToolContext::session_id` of its calls).
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    fn capabilities(&self) -> rmcp::model::ClientCapabilities {
+        self.peer
+            .peer_info()
+            .map(|i| i.capabilities.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether it declared `sampling`.
+    pub fn supports_sampling(&self) -> bool {
+        self.capabilities().sampling.is_some()
+    }
+
+    /// Whether it declared form elicitation (`elicitation: {}` means forms, per the spec).
+    pub fn supports_elicitation(&self) -> bool {
+        self.capabilities()
+            .elicitation
+            .is_some_and(|e| e.form.is_some() || e.url.is_none())
+    }
+
+    /// Whether it declared `roots`.
+    pub fn supports_roots(&self) -> bool {
+        self.capabilities().roots.is_some()
+    }
+
+    /// `sampling/createMessage`, waiting at most `timeout`.
+    pub async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        timeout: Duration,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if !self.supports_sampling() {
+            return Err(unsupported("sampling/createMessage"));
+        }
+        bounded(
+            timeout,
+            "sampling/createMessage",
+            self.peer.create_message(params),
+        )
+        .await
+    }
+
+    /// `elicitation/create`, waiting at most `timeout` (a person answers).
+    pub async fn elicit(
+        &self,
+        params: ElicitRequestParams,
+        timeout: Duration,
+    ) -> Result<ElicitResult, ErrorData> {
+        if !self.supports_elicitation() {
+            return Err(unsupported("elicitation/create"));
+        }
+        bounded(
+            timeout,
+            "elicitation/create",
+            self.peer.create_elicitation(params),
+        )
+        .await
+    }
+
+    /// `roots/list`, waiting at most `timeout`; no roots when it does not offer them.
+    pub async fn list_roots(&self, timeout: Duration) -> Result<ListRootsResult, ErrorData> {
+        if !self.supports_roots() {
+            return Ok(ListRootsResult::default());
+        }
+        bounded(timeout, "roots/list", self.peer.list_roots()).await
+    }
+}
+
+async fn bounded<T>(
+    timeout: Duration,
+    what: &str,
+    fut: impl std::future::Future<Output = Result<T, ServiceError>>,
+) -> Result<T, ErrorData> {
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        // The client's own error goes back as it sent it.
+        Ok(Err(ServiceError::McpError(e))) => Err(e),
+        Ok(Err(e)) => Err(ErrorData::internal_error(
+            format!("{what}: the client connected to toolhost failed: {e}"),
+            None,
+        )),
+        Err(_) => Err(ErrorData::internal_error(
+            format!(
+                "{what}: the client connected to toolhost did not answer within {} s",
+                timeout.as_secs()
+            ),
+            None,
+        )),
+    }
+}
+
+/// The one client whose calls are in flight among `calls`: an error naming the problem
+/// when there is none (no call in flight, or calls not made over MCP) or when calls of
+/// several sessions are in flight (the request cannot be told apart).
+pub fn one_downstream<'a>(
+    calls: impl IntoIterator<Item = &'a ToolContext>,
+    what: &str,
+) -> Result<DownstreamClient, ErrorData> {
+    let mut found: Option<DownstreamClient> = None;
+    for ctx in calls {
+        let Some(d) = ctx.get::<DownstreamClient>() else {
+            continue;
+        };
+        match &found {
+            Some(f) if f.session != d.session => {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "{what}: calls of several clients are in flight on this server, so \
+                         toolhost cannot tell whose user to ask; refused"
+                    ),
+                    None,
+                ));
+            }
+            Some(_) => {}
+            None => found = Some(d.clone()),
+        }
+    }
+    found.ok_or_else(|| {
+        ErrorData::invalid_request(
+            format!(
+                "{what}: no call of an MCP client of toolhost is in flight on this server, \
+                 so there is nobody to ask"
+            ),
+            None,
+        )
+    })
+}
