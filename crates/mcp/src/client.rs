@@ -74,7 +74,7 @@ struct Shared {
     slot: tokio::sync::Mutex<Slot>,
     tools: RwLock<Option<(u64, Arc<Vec<McpToolInfo>>)>>,
     changed: Arc<watch::Sender<u64>>,
-    progress: Arc<Mutex<HashMap<ProgressToken, ToolContext>>>,
+    progress: Arc<Mutex<HashMap<ProgressToken, Route>>>,
     /// The server's notifications for the gateway.
     events: tokio::sync::broadcast::Sender<UpstreamEvent>,
     failures: AtomicU32,
@@ -354,12 +354,19 @@ impl McpClient {
             id: Some(handle.id.clone()),
             token: handle.progress_token.clone(),
             progress: self.shared.progress.clone(),
+            grace: false,
         };
         self.shared
             .progress
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(handle.progress_token.clone(), ctx.clone());
+            .insert(
+                handle.progress_token.clone(),
+                Route {
+                    ctx: ctx.clone(),
+                    answered: false,
+                },
+            );
         let result = tokio::select! {
             r = handle.await_response() => r,
             _ = ctx.cancellation_token().cancelled() => {
@@ -372,8 +379,11 @@ impl McpClient {
             }
         };
         // Answered or timed out (rmcp already sent notifications/cancelled): nothing to
-        // cancel any more.
+        // cancel any more. rmcp hands each notification to its own task, so a progress
+        // notification sent just before the answer may be handled just after it: the
+        // route stays a moment longer.
         guard.id = None;
+        guard.grace = result.is_ok();
         drop(guard);
         let result = match result {
             Ok(r) => r,
@@ -415,24 +425,61 @@ impl McpClient {
     }
 }
 
+/// Where a call's progress notifications (and a server's requests back) go: the call's
+/// context, and whether the call was answered already (its route is then only kept for
+/// late progress, see [`PROGRESS_GRACE`]).
+pub(crate) struct Route {
+    pub(crate) ctx: ToolContext,
+    pub(crate) answered: bool,
+}
+
 /// One request in flight: forgets its progress route when done and, if still armed when
 /// dropped (caller cancelled or gave up), sends `notifications/cancelled`.
 struct InFlight {
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
     token: ProgressToken,
-    progress: Arc<Mutex<HashMap<ProgressToken, ToolContext>>>,
+    progress: Arc<Mutex<HashMap<ProgressToken, Route>>>,
+    /// Keep the progress route for [`PROGRESS_GRACE`] after the answer.
+    grace: bool,
 }
+
+/// How long a call's progress route outlives its answer, for notifications the server
+/// sent just before it (rmcp handles them concurrently with the answer).
+const PROGRESS_GRACE: Duration = Duration::from_millis(25);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.token);
+        let rt = tokio::runtime::Handle::try_current().ok();
+        match (&rt, self.grace) {
+            (Some(rt), true) => {
+                if let Some(route) = self
+                    .progress
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_mut(&self.token)
+                {
+                    route.answered = true;
+                }
+                let (progress, token) = (self.progress.clone(), self.token.clone());
+                rt.spawn(async move {
+                    tokio::time::sleep(PROGRESS_GRACE).await;
+                    progress
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&token);
+                });
+            }
+            _ => {
+                self.progress
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&self.token);
+            }
+        }
         if let Some(id) = self.id.take() {
             let peer = self.peer.clone();
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            if let Some(rt) = rt {
                 rt.spawn(async move {
                     let _ = peer
                         .notify_cancelled(CancelledNotificationParam::new(

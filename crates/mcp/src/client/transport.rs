@@ -99,7 +99,7 @@ pub(super) struct Hooks {
     pub(super) server: Arc<str>,
     pub(super) info: ClientConfig,
     pub(super) changed: Arc<watch::Sender<u64>>,
-    pub(super) progress: Arc<Mutex<HashMap<ProgressToken, ToolContext>>>,
+    pub(super) progress: Arc<Mutex<HashMap<ProgressToken, super::Route>>>,
     pub(super) events: tokio::sync::broadcast::Sender<super::UpstreamEvent>,
     /// How long a request passed on to the client of `serve` may wait for its answer.
     pub(super) timeout: Duration,
@@ -113,7 +113,8 @@ impl Hooks {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
-            .cloned()
+            .filter(|r| !r.answered)
+            .map(|r| r.ctx.clone())
             .collect();
         crate::downstream::one_downstream(&calls, what)
     }
@@ -139,7 +140,7 @@ impl rmcp::ClientHandler for Hooks {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&params.progress_token)
-            .cloned();
+            .map(|r| r.ctx.clone());
         if let Some(ctx) = ctx {
             ctx.report_progress(params.progress, params.total, params.message);
         }
