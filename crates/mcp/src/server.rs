@@ -62,6 +62,7 @@ mod stdio;
 use crate::gateway::Gateway;
 use gateway_session::GatewaySession;
 
+pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
 pub use http::{CappedSessionManager, HttpLimits, SessionLimitError};
 
 /// The token that stops [`McpServer::serve_http`] (tokio-util's `CancellationToken`).

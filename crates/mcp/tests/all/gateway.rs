@@ -1,0 +1,311 @@
+//! The gateway against a hostile wrapped server (`fixtures/gateway_hostile.cjs`) beside a
+//! good one (the conformance fixture, `host/tests/fixtures/suite_server.cjs`), both real
+//! node processes, served by a real `McpServer` over HTTP to a real rmcp client.
+//!
+//! The hostile server lists resources forever, takes the good server's URI and prompt
+//! names, offers a 40-expression template, floods logs (one of 1 MB) and resource updates,
+//! asks for sampling outside any call, and fails with a 1 MB error. Each attack is bounded
+//! or refused, and the good server's resources, prompts and tools still work after it.
+
+#![allow(deprecated)] // logging and resources/subscribe: the 2025-11-25 protocol
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestParams,
+    CreateMessageResult, GetPromptRequestParams, Implementation, LoggingLevel,
+    LoggingMessageNotificationParam, ReadResourceRequestParams, ResourceContents,
+    ResourceUpdatedNotificationParam, SamplingCapability, SamplingMessage, SetLevelRequestParams,
+    SubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::transport::StreamableHttpClientTransport;
+use tokio_util::sync::CancellationToken;
+use toolhost_core::tools::ToolRegistry;
+use toolhost_mcp::{Gateway, McpClient, McpServer, McpTransport};
+use toolhost_testkit::peers;
+
+/// A client that records what the gateway passes on, and answers sampling with a canned
+/// model reply (a model's choice: the one thing a test may make up).
+#[derive(Clone, Default)]
+struct Seen {
+    logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
+    updated: Arc<Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Seen {
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        caps.sampling = Some(SamplingCapability::default());
+        ClientConfig::new(caps, Implementation::new("gateway-test", "1.0.0"))
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text("canned"),
+            "test-model".into(),
+        ))
+    }
+}
+
+fn node_client(suite: &peers::Suite, name: &str, script: std::path::PathBuf) -> McpClient {
+    McpClient::new(
+        name,
+        McpTransport::Stdio {
+            command: suite.node().display().to_string(),
+            args: vec![script.display().to_string()],
+            env: vec![("NODE_PATH".into(), suite.modules().display().to_string())],
+        },
+    )
+    .with_timeout(30)
+    // Test fixtures: their tools are rated read-only, so they run without approvals.
+    .with_tool_rules(toolhost_mcp::McpToolRules {
+        default_risk: toolhost_core::tools::RiskLevel::ReadOnly,
+        ..Default::default()
+    })
+}
+
+fn text_of(r: &rmcp::model::ReadResourceResult) -> String {
+    match &r.contents[0] {
+        ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
+    let Some(suite) = peers::suite() else { return };
+    let good = node_client(
+        &suite,
+        "good",
+        toolhost_testkit::workspace_root().join("host/tests/fixtures/suite_server.cjs"),
+    );
+    let evil = node_client(
+        &suite,
+        "hostile",
+        crate::support::fixture("gateway_hostile.cjs"),
+    );
+    let registry = ToolRegistry::new();
+    let gateway = Gateway::new();
+    for c in [&good, &evil] {
+        c.connect().await.unwrap();
+        c.register_into(&registry).await.unwrap();
+        gateway.add(c.clone()).await;
+    }
+
+    let stop = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let server = McpServer::new(registry).with_gateway(gateway);
+    let s = stop.clone();
+    tokio::spawn(async move {
+        let _ = server
+            .serve_http("127.0.0.1:0".parse().unwrap(), false, s, |a| {
+                let _ = tx.send(a);
+            })
+            .await;
+    });
+    let addr = rx.await.unwrap();
+    let seen = Seen::default();
+    let client = seen
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "http://{addr}/mcp"
+        )))
+        .await
+        .unwrap();
+    let peer = client.peer().clone();
+
+    // Endless pagination: bounded per server, and the listing answers.
+    let t0 = Instant::now();
+    let resources = peer.list_all_resources().await.unwrap();
+    let evil_count = resources
+        .iter()
+        .filter(|r| r.uri.starts_with("evil://r/"))
+        .count();
+    assert!(
+        evil_count > 0 && evil_count <= toolhost_mcp::client::MAX_ITEMS,
+        "{evil_count} resources of the endless list"
+    );
+    eprintln!(
+        "endless list cut at {evil_count} items in {:?}",
+        t0.elapsed()
+    );
+
+    // The first server in name order ("good" < "hostile", the operator's names) keeps a
+    // URI; the impostor's is renamed and still reachable.
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert!(uris.contains(&"test://static-text"));
+    assert!(
+        uris.contains(&"toolhost://hostile/test://static-text"),
+        "{:?}",
+        uris.iter()
+            .filter(|u| !u.starts_with("evil://r/"))
+            .collect::<Vec<_>>()
+    );
+    let read = |uri: &str| {
+        let peer = peer.clone();
+        let uri = uri.to_string();
+        async move {
+            peer.read_resource(ReadResourceRequestParams::new(uri))
+                .await
+        }
+    };
+    assert_eq!(
+        text_of(&read("test://static-text").await.unwrap()),
+        "This is the content of the static text resource."
+    );
+    let impostor = read("toolhost://hostile/test://static-text").await.unwrap();
+    assert_eq!(text_of(&impostor), "evil content of test://static-text");
+    if let ResourceContents::TextResourceContents { uri, .. } = &impostor.contents[0] {
+        assert_eq!(
+            uri, "toolhost://hostile/test://static-text",
+            "contents carry the served URI"
+        );
+    }
+
+    // A URI nobody lists, against a 40-expression template: refused at once, not matched
+    // by backtracking.
+    let t0 = Instant::now();
+    let err = read(&format!("evil://t/{}", "v".repeat(50_000)))
+        .await
+        .unwrap_err();
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert!(
+        err.to_string().contains("no wrapped MCP server offers"),
+        "{err}"
+    );
+
+    // Prompts: the good server keeps its name, the impostor is `evil__...`.
+    let prompts = peer.list_all_prompts().await.unwrap();
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert!(
+        names.contains(&"test_simple_prompt") && names.contains(&"hostile__test_simple_prompt"),
+        "{names:?}"
+    );
+    let got = peer
+        .get_prompt(GetPromptRequestParams::new("test_simple_prompt"))
+        .await
+        .unwrap();
+    assert!(format!("{:?}", got.messages).contains("This is a simple prompt for testing."));
+
+    // A 1 MB error `data` does not come through; the code and message (named) do.
+    let err = peer
+        .get_prompt(GetPromptRequestParams::new("evil_error"))
+        .await
+        .unwrap_err();
+    let text = format!("{err:?}");
+    assert!(
+        text.contains("-32099") && text.contains("MCP server 'hostile'"),
+        "{}",
+        &text[..text.len().min(500)]
+    );
+    assert!(
+        text.len() < 10_000,
+        "the error data came through: {} bytes",
+        text.len()
+    );
+
+    // Sampling asked outside any call: refused, nobody to ask.
+    let last = text_of(&read("evil://last-sampling").await.unwrap());
+    assert!(
+        last.starts_with("refused:") && last.contains("nobody to ask"),
+        "{last}"
+    );
+
+    // Floods: logs are rate-limited and cut, updates of unsubscribed URIs go nowhere.
+    peer.set_level(SetLevelRequestParams::new(LoggingLevel::Info))
+        .await
+        .unwrap();
+    let t0 = Instant::now();
+    let flooded = peer
+        .call_tool(CallToolRequestParams::new("flood"))
+        .await
+        .unwrap();
+    assert_eq!(flooded.is_error, Some(false), "{flooded:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let elapsed = t0.elapsed().as_secs_f64();
+    let logs = seen.logs.lock().unwrap().clone();
+    eprintln!(
+        "{} of 5000 flooded log messages passed in {elapsed:.2} s",
+        logs.len()
+    );
+    let cap =
+        toolhost_mcp::server::LOG_BURST + toolhost_mcp::server::LOG_PER_SECOND * elapsed + 1.0;
+    assert!(
+        !logs.is_empty() && (logs.len() as f64) <= cap,
+        "{} log messages passed in {elapsed:.2} s (cap {cap:.0})",
+        logs.len()
+    );
+    assert!(
+        logs.iter()
+            .all(|l| l.logger.as_deref() == Some("hostile/evil"))
+    );
+    assert!(
+        logs.iter()
+            .all(|l| l.data.to_string().len() <= toolhost_mcp::server::MAX_LOG_DATA_BYTES + 100)
+    );
+    assert!(
+        seen.updated.lock().unwrap().is_empty(),
+        "updates for URIs nobody subscribed to"
+    );
+
+    // The good server still works: a subscription gets its update, its tool and sampling
+    // (in a call) work.
+    peer.subscribe(SubscribeRequestParams::new("test://watched-resource"))
+        .await
+        .unwrap();
+    let mut updated = false;
+    for _ in 0..100 {
+        if seen
+            .updated
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|u| u == "test://watched-resource")
+        {
+            updated = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(updated, "no resources/updated for the subscribed URI");
+    let mut call = CallToolRequestParams::new("test_sampling");
+    call.arguments = Some(
+        serde_json::json!({"prompt": "hi"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let sampled = peer.call_tool(call).await.unwrap();
+    assert!(
+        format!("{:?}", sampled.content).contains("LLM response: canned"),
+        "{sampled:?}"
+    );
+
+    let _ = client.cancel().await;
+    stop.cancel();
+    let _ = good.close().await;
+    let _ = evil.close().await;
+}
