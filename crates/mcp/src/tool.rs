@@ -106,6 +106,9 @@ impl BaseTool for McpTool {
             version: None,
             timeout: Some(self.client.timeout() + REGISTRY_TIMEOUT_MARGIN),
             risk: self.client.tool_rules().rate(&self.info).risk_floor,
+            title: self.info.title.clone(),
+            icons: self.info.icons.clone(),
+            output_schema: self.info.output_schema.clone(),
         }
     }
 

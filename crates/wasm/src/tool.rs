@@ -254,6 +254,7 @@ impl BaseTool for WasmTool {
             version: None,
             timeout: Some(self.plugin.policy.timeout + SANDBOX_DEADLINE_MARGIN),
             risk: None,
+            ..Default::default()
         }
     }
 
