@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod config;
+pub mod content;
 mod error;
 pub mod info;
 pub mod rating;

@@ -53,7 +53,7 @@ pub struct ContentAnnotations {
     pub audience: Option<Vec<Audience>>,
     /// Importance from 0 (least) to 1 (most).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<f32>,
+    pub priority: Option<f64>,
     /// When the content was last modified (ISO 8601), as the tool says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_modified: Option<String>,

@@ -65,6 +65,10 @@ pub const DEFAULT_MAX_CONCURRENT: usize = 4;
 pub const MAX_SESSION_APPROVALS: usize = 10_000;
 /// Minimum length of a tool description, in characters.
 pub const MIN_DESCRIPTION_CHARS: usize = 10;
+/// Largest output schema a tool may declare (`ToolMetadata::output_schema`), in bytes of
+/// compact JSON. A schema is compiled at registration and kept per tool; 64 KiB is far
+/// beyond any real result shape.
+pub const MAX_OUTPUT_SCHEMA_BYTES: usize = 64 * 1024;
 
 struct Settings {
     checker: Option<Arc<PermissionChecker>>,

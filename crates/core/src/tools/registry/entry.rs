@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::MIN_DESCRIPTION_CHARS;
+use super::{MAX_OUTPUT_SCHEMA_BYTES, MIN_DESCRIPTION_CHARS};
 use crate::tools::base::{BaseTool, ToolMetadata, ToolSource};
 use crate::tools::definition::{FunctionDefinition, ToolDefinition};
 use crate::tools::error::ToolError;
@@ -210,6 +210,13 @@ pub(super) fn check_output_schema(
         return Err(bad(format!(
             "the output schema must be a JSON Schema object, got {}",
             json_type(schema)
+        )));
+    }
+    let bytes = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
+    if bytes > MAX_OUTPUT_SCHEMA_BYTES {
+        return Err(bad(format!(
+            "the output schema is {bytes} bytes of JSON, more than the limit of \
+             {MAX_OUTPUT_SCHEMA_BYTES}"
         )));
     }
     jsonschema::validator_for(schema)
