@@ -11,6 +11,7 @@ mod client_everything;
 mod client_misbehaving;
 mod client_peers;
 mod content_everything;
+mod content_hostile;
 mod http_limits;
 mod keepalive;
 mod sandbox;
