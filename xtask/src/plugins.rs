@@ -41,6 +41,7 @@ pub fn build_all() -> crate::Result<PathBuf> {
             "desc_flood",
             "desc_huge",
             "hostile_term",
+            "content_v2",
         ],
     )?;
     crate::langs::build_all(&out)?;

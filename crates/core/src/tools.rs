@@ -1,6 +1,7 @@
 //! The tool system: the one API every tool source plugs into.
 //!
-//! The modules: [`base`] (BaseTool, ToolContext, ToolOutput), [`error`] (ToolError),
+//! The modules: [`base`] (BaseTool, ToolContext, ToolOutput), [`content`] (the content
+//! blocks of a result and their checks), [`error`] (ToolError),
 //! [`permission`] (Permission, PermissionConfig, PermissionChecker, risk levels and
 //! approvals), [`hooks`] (the permission hook chain and the shipped hooks),
 //! [`approvals`] (approval scopes and the store of "always" decisions), [`registry`] (ToolRegistry and the invocation pipeline), [`definition`]
@@ -16,6 +17,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod base;
+pub mod content;
 pub mod definition;
 pub mod error;
 pub mod escape;
@@ -32,7 +34,8 @@ pub use approvals::{
     RememberedApproval,
 };
 pub use audit::{AuditLog, AuditRecord, RotatingFile};
-pub use base::{BaseTool, ProgressEvent, ToolContext, ToolMetadata, ToolOutput, ToolSource};
+pub use base::{BaseTool, Icon, ProgressEvent, ToolContext, ToolMetadata, ToolOutput, ToolSource};
+pub use content::{ContentBlock, ContentError, ContentLimits};
 pub use definition::{FunctionDefinition, ToolDefinition};
 pub use error::ToolError;
 pub use events::{JsonlAuditSink, ResultDigest, ToolEvent, ToolEventListener, redact_secrets};

@@ -1,15 +1,20 @@
 //! What an MCP server tells us, as plain data: [`McpToolInfo`] (a tool as the server lists
-//! it, with its [`McpToolAnnotations`]), the conversion of a `tools/call` result into a
-//! [`ToolOutput`], and the registry-safe form of a server's tool name.
+//! it: title, icons, schemas, [`McpToolAnnotations`]), the conversion of a `tools/call`
+//! result into a [`ToolOutput`] (its content blocks kept, `structuredContent` as the
+//! canonical value), and the registry-safe form of a server's tool name.
 //!
 //! Annotations are untrusted hints: what they mean as permissions is decided by
-//! [`Permission::from_mcp_hints`] (`docs/design.md`, "Permissions").
+//! [`Permission::from_mcp_hints`] (`docs/design.md`, "Permissions"). Icons are filtered
+//! ([`crate::content::icons_from_mcp`]); the output schema is checked when the tool is
+//! registered and the result blocks at every call (the registry's stage 5).
 
-use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use rmcp::model::CallToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolhost_core::tools::{Permission, ToolOutput};
+use toolhost_core::tools::content::{ContentBlock, render_blocks};
+use toolhost_core::tools::{Icon, Permission, ToolOutput};
 
+use crate::content::{block_from_mcp, icons_from_mcp};
 use crate::error::McpClientError;
 
 /// The hints of an MCP tool's `annotations`.
@@ -47,6 +52,10 @@ pub struct McpToolInfo {
     pub input_schema: Value,
     /// `outputSchema`, if any.
     pub output_schema: Option<Value>,
+    /// `icons`, filtered: at most [`crate::content::MAX_ICONS`], only `https:` and
+    /// `data:image/...` sources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
     /// `annotations`, if any.
     pub annotations: Option<McpToolAnnotations>,
 }
@@ -59,6 +68,7 @@ impl From<rmcp::model::Tool> for McpToolInfo {
             description: t.description.map(|d| d.to_string()),
             input_schema: Value::Object((*t.input_schema).clone()),
             output_schema: t.output_schema.map(|s| Value::Object((*s).clone())),
+            icons: icons_from_mcp(t.icons),
             annotations: t.annotations.map(|a| McpToolAnnotations {
                 title: a.title,
                 read_only: a.read_only_hint,
@@ -90,32 +100,6 @@ pub fn registry_name(raw: &str) -> String {
     s
 }
 
-/// Joins the content blocks into render text.
-pub(crate) fn content_text(content: &[ContentBlock]) -> String {
-    let parts: Vec<String> = content
-        .iter()
-        .map(|c| match c {
-            ContentBlock::Text(t) => t.text.clone(),
-            ContentBlock::Image(i) => {
-                format!("[image {} ({} base64 bytes)]", i.mime_type, i.data.len())
-            }
-            ContentBlock::Audio(a) => {
-                format!("[audio {} ({} base64 bytes)]", a.mime_type, a.data.len())
-            }
-            ContentBlock::Resource(r) => match &r.resource {
-                ResourceContents::TextResourceContents { text, .. } => text.clone(),
-                ResourceContents::BlobResourceContents { uri, .. } => format!("[resource {uri}]"),
-                #[allow(unreachable_patterns)]
-                _ => "[resource]".into(),
-            },
-            ContentBlock::ResourceLink(l) => format!("[resource link {}]", l.uri),
-            #[allow(unreachable_patterns)]
-            _ => "[unsupported content]".into(),
-        })
-        .collect();
-    parts.join("\n")
-}
-
 /// Converts a `tools/call` result into a [`ToolOutput`] (or [`McpClientError::ToolFailed`]
 /// on `isError`).
 pub(crate) fn output_from_result(
@@ -123,7 +107,8 @@ pub(crate) fn output_from_result(
     tool: &str,
     r: CallToolResult,
 ) -> Result<ToolOutput, McpClientError> {
-    let text = content_text(&r.content);
+    let blocks: Vec<ContentBlock> = r.content.into_iter().map(block_from_mcp).collect();
+    let text = render_blocks(&blocks);
     if r.is_error == Some(true) {
         let msg = if text.is_empty() {
             r.structured_content
@@ -146,9 +131,9 @@ pub(crate) fn output_from_result(
             } else {
                 text
             };
-            ToolOutput::new(structured, render)
+            ToolOutput::new(structured, render).with_content(blocks)
         }
-        None => ToolOutput::text(text),
+        None => ToolOutput::text(text).with_content(blocks),
     })
 }
 
@@ -184,9 +169,14 @@ mod tests {
 
     #[test]
     fn results_become_outputs_and_is_error_becomes_execution_failed() {
+        use rmcp::model::ContentBlock;
         let ok = CallToolResult::success(vec![ContentBlock::text("3")]);
         let out = output_from_result("s", "t", ok).unwrap();
         assert_eq!(out.render, "3");
+        assert_eq!(
+            out.content,
+            vec![toolhost_core::tools::ContentBlock::text("3")]
+        );
         let mut structured = CallToolResult::success(vec![ContentBlock::text("{\"sum\":3}")]);
         structured.structured_content = Some(serde_json::json!({"sum": 3}));
         let out = output_from_result("s", "t", structured).unwrap();

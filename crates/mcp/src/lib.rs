@@ -15,6 +15,7 @@
 
 pub mod client;
 pub mod config;
+pub mod content;
 pub mod downstream;
 mod error;
 pub mod gateway;

@@ -114,6 +114,7 @@ mod tests {
             description: None,
             input_schema: serde_json::json!({"type": "object"}),
             output_schema: None,
+            icons: Vec::new(),
             annotations,
         }
     }

@@ -2,10 +2,13 @@
 //!
 //! - `tools/list`: every registry tool, with its `inputSchema` and annotations derived from
 //!   its permissions (`readOnlyHint` when it declares nothing that writes, deletes or runs
-//!   shell commands; `destructiveHint` for Delete/Shell; `openWorldHint` for Network).
+//!   shell commands; `destructiveHint` for Delete/Shell; `openWorldHint` for Network),
+//!   and the `title`, `icons` and `outputSchema` its source gave (wrapped MCP tools).
 //! - `tools/call`: runs the full registry pipeline (validation, permission gate, timeout).
-//!   Success returns the render text as content plus `structuredContent` (the canonical
-//!   value; non-objects wrapped as `{"result": value}`). Any [`ToolError`] — unknown tool,
+//!   Success returns the output's content blocks as they are (else the render text as one
+//!   text block) plus `structuredContent` (the canonical value, as it is when the tool
+//!   declares an output schema; otherwise non-objects are wrapped as `{"result": value}`).
+//!   Any [`ToolError`] — unknown tool,
 //!   invalid arguments, denial, failure — is a result with `isError: true` (and
 //!   `structuredContent: {"error": kind, "message": ...}`), never a JSON-RPC error.
 //! - Progress: a tool's `ToolContext::report_progress` becomes `notifications/progress` when
@@ -52,10 +55,12 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use toolhost_core::tools::{
-    Permission, RiskLevel, ServedHints, ToolCall, ToolContext, ToolEntry, ToolRegistry,
+    Permission, RiskLevel, ServedHints, ToolCall, ToolContext, ToolEntry, ToolOutput, ToolRegistry,
 };
 
 mod gateway_session;
+use crate::content::{block_to_mcp, icon_to_mcp};
+
 mod http;
 mod stdio;
 
@@ -180,16 +185,49 @@ fn tool_of(entry: &ToolEntry) -> Tool {
         Value::Object(m) => m.clone(),
         _ => JsonObject::new(),
     };
-    Tool::new(
+    let meta = entry.metadata();
+    let mut tool = Tool::new(
         entry.name().to_string(),
         entry.description().to_string(),
         Arc::new(schema),
     )
     .with_annotations(annotations_rated(
-        entry.name(),
+        meta.title.as_deref().unwrap_or(entry.name()),
         entry.permissions(),
         entry.risk(),
-    ))
+    ));
+    // Title, icons and output schema are served when the source gave them (a wrapped MCP
+    // server's tool); native and WASM tools set none of them.
+    if let Some(title) = &meta.title {
+        tool = tool.with_title(title.clone());
+    }
+    if !meta.icons.is_empty() {
+        tool = tool.with_icons(meta.icons.iter().map(icon_to_mcp).collect());
+    }
+    if let Some(Value::Object(o)) = &meta.output_schema {
+        tool = tool.with_raw_output_schema(Arc::new(o.clone()));
+    }
+    tool
+}
+
+/// The MCP result of a successful call: the output's content blocks as they are (else
+/// its render text as one text block), and `structuredContent`: the canonical value as it
+/// is when the tool declares an output schema (the registry checked it conforms), else
+/// the canonical value with non-objects wrapped as `{"result": value}`.
+fn success_result(out: ToolOutput, declares_output_schema: bool) -> CallToolResult {
+    let content = if out.content.is_empty() {
+        vec![ContentBlock::text(out.render)]
+    } else {
+        out.content.iter().map(block_to_mcp).collect()
+    };
+    let structured = match out.canonical {
+        Value::Object(m) => Value::Object(m),
+        other if declares_output_schema => other,
+        other => json!({ "result": other }),
+    };
+    let mut r = CallToolResult::success(content);
+    r.structured_content = Some(structured);
+    r
 }
 
 impl McpServer {
@@ -282,6 +320,10 @@ impl ServerHandler for McpServer {
                 }
             }));
         }
+        let declares_output_schema = self
+            .registry
+            .entry(&request.name)
+            .is_some_and(|e| e.metadata().output_schema.is_some());
         let call = ToolCall::with_id(
             format!("mcp-{}", context.id),
             request.name.to_string(),
@@ -294,15 +336,7 @@ impl ServerHandler for McpServer {
             let _ = tokio::time::timeout(Duration::from_millis(200), f).await;
         }
         let result = match inv.output {
-            Ok(out) => {
-                let structured = match out.canonical {
-                    Value::Object(m) => Value::Object(m),
-                    other => json!({ "result": other }),
-                };
-                let mut r = CallToolResult::success(vec![ContentBlock::text(out.render)]);
-                r.structured_content = Some(structured);
-                r
-            }
+            Ok(out) => success_result(out, declares_output_schema),
             Err(e) => error_result(e.kind(), e.to_string()),
         };
         Ok(CallToolResponse::Complete(result))

@@ -5,8 +5,11 @@
 //!   ([`crate::rating`]): a per-tool or per-server rule, else the annotations
 //!   (`readOnlyHint` → Read, `destructiveHint` → Delete, `openWorldHint` → Network; only
 //!   hints set to `true` count), else the default risk floor (an approval is needed).
-//! - Results: the text content (non-text blocks summarised) is the render text;
+//! - Results: every content block is kept (`ToolOutput::content`; the registry bounds and
+//!   checks them); the text blocks (other blocks summarised) are the render text;
 //!   `structuredContent`, when present, is the canonical value (else the text).
+//! - Metadata: the tool's `title`, filtered `icons` and `outputSchema` (which the registry
+//!   compiles at registration and checks every result against).
 //! - `isError: true` becomes a recoverable `ToolError::ExecutionFailed`.
 
 use std::time::Duration;
@@ -106,6 +109,9 @@ impl BaseTool for McpTool {
             version: None,
             timeout: Some(self.client.timeout() + REGISTRY_TIMEOUT_MARGIN),
             risk: self.client.tool_rules().rate(&self.info).risk_floor,
+            title: self.info.title.clone(),
+            icons: self.info.icons.clone(),
+            output_schema: self.info.output_schema.clone(),
         }
     }
 

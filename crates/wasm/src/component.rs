@@ -13,13 +13,12 @@ use std::sync::{Arc, OnceLock};
 
 use wasmtime::component::Component;
 
-use crate::bindings::ToolPre;
 use crate::describe::{DescribeFailure, Described, run_describe};
 use crate::engine::{Opened, WasmEngine};
 use crate::error::PluginError;
 use crate::grant::Grant;
 use crate::policy::Policy;
-use crate::sandbox::HostState;
+use crate::versions::WorldPre;
 
 pub use crate::describe::{DESCRIBE_TIMEOUT, ToolSpec, describe_limits};
 pub use crate::tool::{MAX_CANONICAL_BYTES, WasmTool};
@@ -44,7 +43,7 @@ pub(crate) struct PluginInner {
 /// A component linked against the host: ready to instantiate.
 pub(crate) struct Linked {
     /// The pre-linked component.
-    pub(crate) pre: ToolPre<HostState>,
+    pub(crate) pre: WorldPre,
     /// Its imports, by name.
     pub(crate) imports: Vec<String>,
 }
@@ -103,7 +102,8 @@ fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked
         .linker
         .instantiate_pre(component)
         .map_err(wrong)?;
-    let pre = ToolPre::new(pre).map_err(wrong)?;
+    let pre = WorldPre::new(pre).map_err(wrong)?;
+    tracing::debug!(plugin = name, world = pre.version(), "component linked");
     Ok(Linked { pre, imports })
 }
 

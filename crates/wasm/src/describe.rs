@@ -309,10 +309,7 @@ pub(crate) async fn run_describe(
         },
     )
     .map_err(|e| DescribeFailure::Other(e.to_string()))?;
-    let run = async {
-        let inst = pre.instantiate_async(&mut store).await?;
-        inst.call_describe(&mut store).await
-    };
+    let run = async { pre.describe(&mut store).await };
     // The epoch callback stops a guest that spins; the timer stops one blocked in host
     // I/O (a WASI sleep or poll), where no wasm runs for the epoch check to see.
     let outcome = tokio::select! {

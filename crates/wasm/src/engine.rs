@@ -156,6 +156,11 @@ impl WasmEngine {
             .map_err(|e| EngineError::Linker(format!("wasi:http: {e:#}")))?;
         bindings::Tool::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| EngineError::Linker(format!("toolhost:tool/host: {e:#}")))?;
+        crate::bindings_v2::Tool::add_to_linker::<HostState, HasSelf<HostState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| EngineError::Linker(format!("toolhost:tool/host@0.2.0: {e:#}")))?;
 
         let mut h = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);

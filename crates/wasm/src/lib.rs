@@ -43,6 +43,7 @@ pub mod reports;
 pub mod sandbox;
 mod store;
 mod tool;
+mod versions;
 
 pub use component::Plugin;
 pub use describe::{DescribeRefusal, DescribedTool, ToolSpec, accept_described};
@@ -64,4 +65,17 @@ pub mod bindings {
     });
 
     pub use toolhost::tool::types::{LogLevel, Permission};
+}
+
+/// Host-side bindings of the `toolhost:tool@0.2.0` world (`wit/v0.2/tool.wit`): 0.1.0 plus
+/// content blocks in `tool-output`. A component is linked against 0.2.0 when its `call`
+/// has the 0.2.0 types, else against 0.1.0 (`component.rs`).
+#[allow(missing_docs)]
+pub mod bindings_v2 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.2",
+        world: "tool",
+        imports: { default: async },
+        exports: { default: async },
+    });
 }

@@ -21,6 +21,7 @@ use crate::grant::Grant;
 use crate::limits::map_trap;
 use crate::policy::Policy;
 use crate::store::{CallSpec, facts, new_store};
+use toolhost_core::tools::content::{ContentBlock, render_blocks};
 
 /// How much longer than a plugin's own deadline the registry waits for a call: the
 /// sandbox's epoch deadline must fire first, because it says which limit stopped the
@@ -141,11 +142,7 @@ impl WasmTool {
             call_id: ctx.call_id().to_string(),
         };
         let args_text = args.to_string();
-        let run = async {
-            let inst = pre.instantiate_async(&mut store).await?;
-            inst.call_call(&mut store, guest_name, &args_text, &wit_ctx)
-                .await
-        };
+        let run = async { pre.call(&mut store, guest_name, &args_text, &wit_ctx).await };
         // The epoch callback stops running wasm; this stops a guest blocked in host I/O
         // (a slow server, a pollable that never fires), where no wasm runs to be checked.
         let outcome = tokio::select! {
@@ -187,14 +184,29 @@ impl WasmTool {
                     format!("was refused: {}", with_denials(m)),
                 ),
             }),
-            Ok(Ok(out)) => Ok(to_output(name, out)),
+            Ok(Ok((out, blocks))) => Ok(to_output(name, out, blocks)),
         }
     }
 }
 
 /// The guest's output as a [`ToolOutput`]: `canonical` parsed as JSON when it is (kept
 /// as text otherwise), both parts truncated at [`MAX_CANONICAL_BYTES`].
-fn to_output(name: &str, out: bindings::ToolOutput) -> ToolOutput {
+fn to_output(name: &str, out: bindings::ToolOutput, blocks: Vec<ContentBlock>) -> ToolOutput {
+    // A 0.2.0 guest's content blocks: kept as they are (the registry checks and bounds
+    // them); without a render text of its own, the model reads the blocks' summary.
+    let render = match out.render {
+        None if !blocks.is_empty() => Some(render_blocks(&blocks)),
+        r => r,
+    };
+    let out = bindings::ToolOutput {
+        canonical: out.canonical,
+        render,
+    };
+    to_output_v1(name, out).with_content(blocks)
+}
+
+/// The 0.1.0 part of [`to_output`].
+fn to_output_v1(name: &str, out: bindings::ToolOutput) -> ToolOutput {
     if out.canonical.len() > MAX_CANONICAL_BYTES {
         let (text, _) = truncate_render(&out.canonical, MAX_CANONICAL_BYTES);
         tracing::warn!(
@@ -254,6 +266,7 @@ impl BaseTool for WasmTool {
             version: None,
             timeout: Some(self.plugin.policy.timeout + SANDBOX_DEADLINE_MARGIN),
             risk: None,
+            ..Default::default()
         }
     }
 

@@ -1,5 +1,5 @@
 //! [`BaseTool`]: the interface every tool implements (native, WASM or MCP), with its
-//! [`ToolContext`] and [`ToolOutput`].
+//! [`ToolContext`], [`ToolMetadata`] and [`ToolOutput`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::tools::content::{ContentBlock, render_blocks};
 use crate::tools::error::ToolError;
 use crate::tools::permission::{Permission, RiskLevel};
 
@@ -115,6 +116,35 @@ pub struct ToolMetadata {
     /// so it needs an approval). `None`: the permissions alone decide.
     #[serde(default)]
     pub risk: Option<RiskLevel>,
+    /// A display title (MCP `title`), when the source gives one. Served in `tools/list`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Display icons (MCP `icons`), when the source gives them. Served in `tools/list`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+    /// The JSON Schema of the canonical value (MCP `outputSchema`). When set, the registry
+    /// checks every successful result's canonical value against it (compiled at
+    /// registration) and turns a mismatch into `ExecutionFailed`; the MCP server then
+    /// serves the canonical value as `structuredContent` as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+/// A display icon of a tool (MCP `Icon`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    /// Where the icon is: an `https:` URL or a `data:image/...` URI.
+    pub src: String,
+    /// Its MIME type, if the source says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Sizes it fits (`48x48`, `any`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<String>>,
+    /// `light` or `dark`, if it is meant for one theme.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
 }
 
 mod opt_duration_ms {
@@ -135,13 +165,20 @@ mod opt_duration_ms {
 
 /// A tool's result: a canonical JSON value for programs (UI, audit, `structuredContent`)
 /// and render text for the model: two layers, so the model's view can be cut without
-/// losing the data.
+/// losing the data. A tool may also return content blocks (text, images, audio,
+/// resources; see [`crate::tools::content`]), which the MCP server serves as they are;
+/// `render` is then what the model of toolhost's own loop reads (non-text blocks
+/// summarised).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
     /// The structured result.
     pub canonical: Value,
     /// The text the model sees. The registry truncates it to `max_tool_result_bytes`.
     pub render: String,
+    /// Content blocks, when the tool returns more than text (empty: the render text is
+    /// the whole content). The registry bounds and checks them (pipeline stage 5).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<ContentBlock>,
 }
 
 impl ToolOutput {
@@ -150,7 +187,25 @@ impl ToolOutput {
         Self {
             canonical,
             render: render.into(),
+            content: Vec::new(),
         }
+    }
+
+    /// An output made of content blocks: the render text is their summary
+    /// ([`render_blocks`]), the canonical value the same text.
+    pub fn blocks(content: Vec<ContentBlock>) -> Self {
+        let render = render_blocks(&content);
+        Self {
+            canonical: Value::String(render.clone()),
+            render,
+            content,
+        }
+    }
+
+    /// Builder: attaches content blocks, keeping the canonical value and render text.
+    pub fn with_content(mut self, content: Vec<ContentBlock>) -> Self {
+        self.content = content;
+        self
     }
 
     /// An output whose render text is derived from the value: a JSON string renders as
@@ -160,7 +215,11 @@ impl ToolOutput {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        Self { canonical, render }
+        Self {
+            canonical,
+            render,
+            content: Vec::new(),
+        }
     }
 
     /// A text-only output (the canonical value is the same string).
@@ -169,6 +228,7 @@ impl ToolOutput {
         Self {
             canonical: Value::String(text.clone()),
             render: text,
+            content: Vec::new(),
         }
     }
 }

@@ -12,7 +12,9 @@
 //!    (`registry/approval.rs`);
 //! 4. **execute** under the global concurrency limit, the per-call timeout and the caller's
 //!    cancellation, with panics caught (`registry/pipeline.rs`);
-//! 5. **render** the output, truncating the text the model sees.
+//! 5. **render** the output: check its content blocks (limits, formats; see
+//!    [`crate::tools::content`]) and its canonical value against the tool's output schema,
+//!    and truncate the text the model sees.
 //!
 //! Every path, including "not found" and "denied", ends in a [`ToolInvocation`], and a
 //! [`ToolEvent::Completed`]. A call stopped at stages 1–3 never reaches the tool.
@@ -34,6 +36,7 @@ use tokio::sync::{Semaphore, broadcast, watch};
 
 use crate::tools::approvals::{ApprovalStore, MemoryApprovals};
 use crate::tools::base::BaseTool;
+use crate::tools::content::ContentLimits;
 use crate::tools::definition::ToolDefinition;
 use crate::tools::events::{ToolEvent, ToolEventListener};
 use crate::tools::hooks::PermissionHook;
@@ -62,6 +65,10 @@ pub const DEFAULT_MAX_CONCURRENT: usize = 4;
 pub const MAX_SESSION_APPROVALS: usize = 10_000;
 /// Minimum length of a tool description, in characters.
 pub const MIN_DESCRIPTION_CHARS: usize = 10;
+/// Largest output schema a tool may declare (`ToolMetadata::output_schema`), in bytes of
+/// compact JSON. A schema is compiled at registration and kept per tool; 64 KiB is far
+/// beyond any real result shape.
+pub const MAX_OUTPUT_SCHEMA_BYTES: usize = 64 * 1024;
 
 struct Settings {
     checker: Option<Arc<PermissionChecker>>,
@@ -70,6 +77,7 @@ struct Settings {
     approvals: Arc<dyn ApprovalStore>,
     default_timeout: Duration,
     max_result_bytes: usize,
+    content_limits: ContentLimits,
     max_concurrent: usize,
     semaphore: Arc<Semaphore>,
 }
@@ -120,7 +128,8 @@ fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 
 impl ToolRegistry {
     /// An empty registry: no permission checker (static checks off), no approver
-    /// (destructive tools denied), 60 s timeout, 4 concurrent calls, 20 000-byte results.
+    /// (destructive tools denied), 60 s timeout, 4 concurrent calls, 20 000-byte results,
+    /// content blocks up to 1024 blocks and 16 MiB.
     pub fn new() -> Self {
         let (events, _) = broadcast::channel(1024);
         let (changes, _) = watch::channel(0);
@@ -135,6 +144,7 @@ impl ToolRegistry {
                     approvals: Arc::new(MemoryApprovals::default()),
                     default_timeout: DEFAULT_TOOL_TIMEOUT,
                     max_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
+                    content_limits: ContentLimits::default(),
                     max_concurrent: DEFAULT_MAX_CONCURRENT,
                     semaphore: Arc::new(Semaphore::new(DEFAULT_MAX_CONCURRENT)),
                 }),
@@ -230,6 +240,27 @@ impl ToolRegistry {
     /// The byte limit of render text.
     pub fn max_result_bytes(&self) -> usize {
         read(&self.inner.settings).max_result_bytes
+    }
+
+    /// Sets the limit of the bytes in a result's content blocks (default
+    /// [`DEFAULT_MAX_CONTENT_BYTES`](crate::tools::content::DEFAULT_MAX_CONTENT_BYTES),
+    /// 16 MiB). A result over it fails with [`ToolError::LimitExceeded`](crate::tools::ToolError).
+    pub fn with_max_content_bytes(self, n: usize) -> Self {
+        write(&self.inner.settings).content_limits.max_bytes = n;
+        self
+    }
+
+    /// Sets the limit of the number of content blocks in one result (default
+    /// [`DEFAULT_MAX_CONTENT_BLOCKS`](crate::tools::content::DEFAULT_MAX_CONTENT_BLOCKS)).
+    /// A result over it fails with [`ToolError::LimitExceeded`](crate::tools::ToolError).
+    pub fn with_max_content_blocks(self, n: usize) -> Self {
+        write(&self.inner.settings).content_limits.max_blocks = n;
+        self
+    }
+
+    /// The limits of a result's content blocks.
+    pub fn content_limits(&self) -> ContentLimits {
+        read(&self.inner.settings).content_limits
     }
 
     /// The default per-call timeout.

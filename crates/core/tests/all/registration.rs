@@ -114,6 +114,7 @@ fn tags_categories_groups_and_sources() {
             version: Some("1.2.0".into()),
             timeout: None,
             risk: None,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -10,6 +10,8 @@
 mod client_everything;
 mod client_misbehaving;
 mod client_peers;
+mod content_everything;
+mod content_hostile;
 mod gateway;
 mod http_limits;
 mod keepalive;

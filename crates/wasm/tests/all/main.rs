@@ -5,6 +5,7 @@
 
 mod support;
 
+mod content;
 mod fs;
 mod hostile_fs;
 mod hostile_load;

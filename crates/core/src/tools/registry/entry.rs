@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::MIN_DESCRIPTION_CHARS;
+use super::{MAX_OUTPUT_SCHEMA_BYTES, MIN_DESCRIPTION_CHARS};
 use crate::tools::base::{BaseTool, ToolMetadata, ToolSource};
 use crate::tools::definition::{FunctionDefinition, ToolDefinition};
 use crate::tools::error::ToolError;
@@ -71,6 +71,8 @@ pub struct ToolEntry {
     pub(super) risk: RiskLevel,
     pub(super) metadata: ToolMetadata,
     pub(super) validator: jsonschema::Validator,
+    /// The compiled `metadata.output_schema`, if the tool declares one.
+    pub(super) output_validator: Option<jsonschema::Validator>,
     pub(super) stats: StatsCell,
 }
 
@@ -192,6 +194,34 @@ pub(super) fn check_definition(
     }
     jsonschema::validator_for(parameters)
         .map_err(|e| bad(format!("the parameter schema does not compile: {e}")))
+}
+
+/// Compiles a tool's output schema (`ToolMetadata::output_schema`), if any. MCP requires
+/// an object schema (`structuredContent` is an object).
+pub(super) fn check_output_schema(
+    name: &str,
+    schema: Option<&Value>,
+) -> Result<Option<jsonschema::Validator>, ToolError> {
+    let Some(schema) = schema else {
+        return Ok(None);
+    };
+    let bad = |why: String| ToolError::InvalidDefinition(name.to_string(), why);
+    if !schema.is_object() {
+        return Err(bad(format!(
+            "the output schema must be a JSON Schema object, got {}",
+            json_type(schema)
+        )));
+    }
+    let bytes = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
+    if bytes > MAX_OUTPUT_SCHEMA_BYTES {
+        return Err(bad(format!(
+            "the output schema is {bytes} bytes of JSON, more than the limit of \
+             {MAX_OUTPUT_SCHEMA_BYTES}"
+        )));
+    }
+    jsonschema::validator_for(schema)
+        .map(Some)
+        .map_err(|e| bad(format!("the output schema does not compile: {e}")))
 }
 
 fn json_type(v: &Value) -> &'static str {

@@ -15,7 +15,9 @@ use super::entry::ToolEntry;
 use super::validate::validation_error;
 use super::{ToolRegistry, read};
 use crate::tools::base::{ToolContext, ToolOutput, ToolSource};
+use crate::tools::content::{ContentBlock, ContentLimits, check_content};
 use crate::tools::error::ToolError;
+use crate::tools::escape::escape_line;
 use crate::tools::events::{ResultDigest, ToolEvent};
 use crate::tools::render::truncate_render;
 
@@ -178,9 +180,14 @@ impl ToolRegistry {
         if let Err(e) = self.gate(entry, (call_id, invocation), args, ctx).await {
             return (Err(e), false);
         }
-        let (default_timeout, max_bytes, semaphore) = {
+        let (default_timeout, max_bytes, content_limits, semaphore) = {
             let s = read(&self.inner.settings);
-            (s.default_timeout, s.max_result_bytes, s.semaphore.clone())
+            (
+                s.default_timeout,
+                s.max_result_bytes,
+                s.content_limits,
+                s.semaphore.clone(),
+            )
         };
 
         // Stage 4: execution under the concurrency limit, timeout and cancellation.
@@ -243,10 +250,20 @@ impl ToolRegistry {
         let max_bytes = ctx
             .max_result_bytes()
             .map_or(max_bytes, |m| m.min(max_bytes));
-        match result {
+        match result.and_then(|out| check_output(entry, out, content_limits)) {
             Ok(mut out) => {
-                let (render, truncated) = truncate_render(&out.render, max_bytes);
+                let (render, mut truncated) = truncate_render(&out.render, max_bytes);
                 out.render = render;
+                // Text blocks are read by a model too (the MCP client's): each is cut like
+                // the render text. Other blocks are bounded by the content limits.
+                for block in &mut out.content {
+                    if let ContentBlock::Text(t) = block
+                        && t.text.len() > max_bytes
+                    {
+                        t.text = truncate_render(&t.text, max_bytes).0;
+                        truncated = true;
+                    }
+                }
                 (Ok(out), truncated)
             }
             Err(e) => (Err(bound_error(e, max_bytes)), false),
@@ -333,6 +350,57 @@ pub(super) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     } else {
         "unknown panic payload".into()
     }
+}
+
+/// Stage 5 checks of a successful output: its content blocks against the limits and the
+/// format rules (over a limit: `LimitExceeded`; malformed: `ExecutionFailed`), and its
+/// canonical value against the tool's output schema (`ExecutionFailed`). The tool's output
+/// is not trusted: an MCP server or a plugin may send anything.
+fn check_output(
+    entry: &ToolEntry,
+    out: ToolOutput,
+    limits: ContentLimits,
+) -> Result<ToolOutput, ToolError> {
+    if let Err(e) = check_content(&out.content, limits) {
+        let msg = format!("the tool's result was refused: {e}");
+        return Err(if e.is_limit() {
+            ToolError::LimitExceeded(entry.name.clone(), msg)
+        } else {
+            ToolError::ExecutionFailed(entry.name.clone(), msg)
+        });
+    }
+    if let Some(validator) = &entry.output_validator {
+        const MAX_REPORTED: usize = 3;
+        let problems: Vec<String> = validator
+            .iter_errors(&out.canonical)
+            .take(MAX_REPORTED)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                let at = if path.is_empty() {
+                    "/".to_string()
+                } else {
+                    path
+                };
+                // The value itself is not quoted: it may be large or secret.
+                format!(
+                    "at '{}': {}",
+                    escape_line(&at),
+                    escape_line(&e.masked().to_string())
+                )
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(ToolError::ExecutionFailed(
+                entry.name.clone(),
+                format!(
+                    "the tool's structured result does not match its declared output schema \
+                     ({}); the result was withheld",
+                    problems.join("; ")
+                ),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// The budget a caller's deadline left a call, for the timeout message: the time from now

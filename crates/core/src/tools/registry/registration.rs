@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use super::entry::{StatsCell, ToolEntry, check_definition};
+use super::entry::{StatsCell, ToolEntry, check_definition, check_output_schema};
 use super::{Inner, ToolRegistry, write};
 use crate::tools::base::{BaseTool, ToolMetadata};
 use crate::tools::error::ToolError;
@@ -78,6 +78,7 @@ impl ToolRegistry {
         let description = tool.description().to_string();
         let parameters = tool.parameters();
         let validator = check_definition(&name, &description, &parameters)?;
+        let output_validator = check_output_schema(&name, metadata.output_schema.as_ref())?;
         let permissions = tool.required_permissions();
         Ok(ToolEntry {
             id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
@@ -89,6 +90,7 @@ impl ToolRegistry {
             permissions,
             metadata,
             validator,
+            output_validator,
             stats: StatsCell::default(),
         })
     }

@@ -1,0 +1,138 @@
+//! Content blocks through toolhost: server-everything's non-text results (image, resource
+//! links, embedded resources, annotated text) and its structured-content tool, called
+//! directly with a plain rmcp client and through toolhost (McpClient → ToolRegistry →
+//! McpServer over an in-process duplex pipe → rmcp client): the blocks must be the same
+//! JSON, and `title`/`outputSchema` must pass through `tools/list`.
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use toolhost_core::tools::ToolRegistry;
+use toolhost_mcp::{McpClient, McpServer};
+
+use crate::support;
+
+/// A plain rmcp client of server-everything (stdio).
+async fn direct(script: &std::path::Path) -> RunningService<RoleClient, ()> {
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(script).arg("stdio");
+    ().serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap()
+}
+
+/// A plain rmcp client of toolhost's MCP server, which serves a registry wrapping
+/// server-everything. Returns the client and the wrapping McpClient (to close it).
+async fn through_toolhost(script: &std::path::Path) -> (RunningService<RoleClient, ()>, McpClient) {
+    let upstream = McpClient::new("everything", support::node(script, &["stdio"])).with_timeout(20);
+    upstream.connect().await.unwrap();
+    let registry = ToolRegistry::new();
+    let reg = upstream.register_into(&registry).await.unwrap();
+    assert!(reg.problems.is_empty(), "{:?}", reg.problems);
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (sr, sw) = tokio::io::split(server_io);
+    tokio::spawn(async move {
+        let _ = McpServer::new(registry).serve_io(sr, sw).await;
+    });
+    let (cr, cw) = tokio::io::split(client_io);
+    (().serve((cr, cw)).await.unwrap(), upstream)
+}
+
+async fn call(c: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
+    let mut p = CallToolRequestParams::new(name.to_string());
+    p.arguments = args.as_object().cloned();
+    c.call_tool(p).await.unwrap()
+}
+
+fn find<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
+    tools
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("{name} not listed"))
+}
+
+#[tokio::test]
+async fn non_text_blocks_and_structured_content_pass_through_toolhost_unchanged() {
+    support::init_tracing();
+    let Some(script) = support::everything() else {
+        return;
+    };
+    let plain = direct(&script).await;
+    let (wrapped, upstream) = through_toolhost(&script).await;
+
+    let cases = [
+        ("get-tiny-image", json!({})),
+        ("get-resource-links", json!({"count": 4})),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Text", "resourceId": 2}),
+        ),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Blob", "resourceId": 3}),
+        ),
+        (
+            "get-annotated-message",
+            json!({"messageType": "success", "includeImage": true}),
+        ),
+        ("get-structured-content", json!({"location": "Chicago"})),
+    ];
+    for (name, args) in cases {
+        let want = call(&plain, name, args.clone()).await;
+        let got = call(&wrapped, name, args.clone()).await;
+        assert_ne!(got.is_error, Some(true), "{name}: {got:?}");
+        assert_eq!(
+            serde_json::to_value(&got.content).unwrap(),
+            serde_json::to_value(&want.content).unwrap(),
+            "{name} {args}: the blocks differ"
+        );
+        assert!(
+            !want.content.is_empty(),
+            "{name}: server-everything returned nothing"
+        );
+    }
+    // The image really is an image block, not a summary.
+    let img = call(&wrapped, "get-tiny-image", json!({})).await;
+    let img = serde_json::to_value(&img.content).unwrap();
+    assert_eq!(img[1]["type"], "image", "{img}");
+    assert_eq!(img[1]["mimeType"], "image/png", "{img}");
+
+    // The structured-content tool: structuredContent as given, and its title and
+    // outputSchema in tools/list.
+    let want = call(
+        &plain,
+        "get-structured-content",
+        json!({"location": "New York"}),
+    )
+    .await;
+    let got = call(
+        &wrapped,
+        "get-structured-content",
+        json!({"location": "New York"}),
+    )
+    .await;
+    assert_eq!(got.structured_content, want.structured_content);
+    assert_eq!(
+        got.structured_content,
+        Some(json!({"temperature": 33, "conditions": "Cloudy", "humidity": 82}))
+    );
+    let plain_tools = plain.list_all_tools().await.unwrap();
+    let wrapped_tools = wrapped.list_all_tools().await.unwrap();
+    for name in ["get-structured-content", "get-tiny-image"] {
+        let (p, w) = (find(&plain_tools, name), find(&wrapped_tools, name));
+        assert!(p.title.is_some(), "{name}: server-everything gives a title");
+        assert_eq!(w.title, p.title, "{name}");
+        assert_eq!(w.output_schema, p.output_schema, "{name}");
+    }
+    assert!(
+        find(&wrapped_tools, "get-structured-content")
+            .output_schema
+            .is_some()
+    );
+
+    plain.cancel().await.unwrap();
+    wrapped.cancel().await.unwrap();
+    upstream.close().await.unwrap();
+}
