@@ -61,6 +61,24 @@ pub struct HostConfig {
     /// The audit trail of `serve` and `chat` (see `docs/permissions.md`, "Audit trail").
     #[serde(default)]
     pub audit: AuditConfig,
+    /// `toolhost serve` settings (see `docs/mcp.md`, "Authentication").
+    #[serde(default)]
+    pub serve: ServeConfig,
+}
+
+/// `[serve]`: settings of `toolhost serve --http`.
+///
+/// ```toml
+/// [serve]
+/// auth_token_file = "/etc/toolhost/tokens"   # one bearer token per line, mode 0600
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// The bearer tokens `serve --http` accepts, one per line (`#` comment lines); used
+    /// when no `--auth-token-file` is given. A relative path is taken from the current
+    /// folder, like `plugins`.
+    pub auth_token_file: Option<std::path::PathBuf>,
 }
 
 /// `[audit]`: where `serve` and `chat` write one record per tool call. The `--audit FILE`

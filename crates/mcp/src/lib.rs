@@ -24,7 +24,9 @@ pub mod tool;
 
 pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 pub use config::{McpConfig, McpServerConfig};
-pub use error::{McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem};
+pub use error::{
+    McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
+};
 pub use info::{McpToolAnnotations, McpToolInfo};
 pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};
 pub use sandbox::{McpSandbox, McpSandboxError};

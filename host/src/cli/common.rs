@@ -69,6 +69,8 @@ pub struct TrustReport {
     pub plugins: Vec<PluginTrust>,
     /// MCP tools not offered.
     pub mcp: Vec<McpWithheld>,
+    /// Enabled MCP servers that did not connect (their problems are in the warnings).
+    pub mcp_down: Vec<String>,
 }
 
 /// [`build_registry`], also returning the trust decisions. Held plugins and withheld
@@ -105,7 +107,7 @@ pub async fn load_all(
     let (plugins, mut problems) = load_plugins_with(registry, &dir, &config.trust, progress).await;
     // A bad lock was reported by load_plugins; MCP tools then have no pins.
     let lock = Lock::load(&Lock::path_in(&dir)).unwrap_or_default();
-    let (mcp, mcp_problems) = connect_mcp(registry, config, &lock).await;
+    let (mcp, mcp_problems, mcp_down) = connect_mcp(registry, config, &lock).await;
     problems.extend(mcp_problems);
     for p in &problems {
         eprintln!(
@@ -129,7 +131,14 @@ pub async fn load_all(
             approve_hint(&format!("mcp:{}", w.server), &dir)
         );
     }
-    (problems, TrustReport { plugins, mcp })
+    (
+        problems,
+        TrustReport {
+            plugins,
+            mcp,
+            mcp_down,
+        },
+    )
 }
 
 /// Checks a plugin name given on the command line: a file stem, no path.

@@ -38,13 +38,13 @@ pub struct McpWithheld {
 
 /// Connects the MCP servers of `config`, offering only the tools the lock's `[mcp.NAME]`
 /// pins allow (see [`toolhost_trust::evaluate_mcp_tool`]), at connect time and at every
-/// `tools/list_changed` refresh. Returns what was withheld at connect time and the
-/// problems met.
+/// `tools/list_changed` refresh. Returns what was withheld at connect time, the problems
+/// met, and the (enabled) servers that did not connect at all.
 pub async fn connect_mcp(
     registry: &ToolRegistry,
     config: &crate::config::HostConfig,
     lock: &Lock,
-) -> (Vec<McpWithheld>, Vec<LoadProblem>) {
+) -> (Vec<McpWithheld>, Vec<LoadProblem>, Vec<String>) {
     use std::sync::{Arc, Mutex};
     let opts = config.trust.options();
     let withheld: Arc<Mutex<Vec<McpWithheld>>> = Arc::default();
@@ -78,7 +78,13 @@ pub async fn connect_mcp(
     };
     let (_clients, problems) =
         crate::mcp::config::connect_all_filtered(registry, &config.mcp, filter_for).await;
+    let mut down: Vec<String> = problems
+        .iter()
+        .filter(|p| !matches!(p.error, crate::mcp::McpLoadError::Tool(_)))
+        .map(|p| p.server.clone())
+        .collect();
+    down.dedup();
     let problems = problems.iter().map(crate::loader::mcp_problem).collect();
     let withheld = withheld.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    (withheld, problems)
+    (withheld, problems, down)
 }
