@@ -10,6 +10,7 @@
 mod client_everything;
 mod client_misbehaving;
 mod client_peers;
+mod http_auth;
 mod http_limits;
 mod keepalive;
 mod sandbox;
