@@ -31,8 +31,8 @@ use anyhow::Context;
 use clap::Args;
 use std::sync::Arc;
 use toolhost::loader::NoProgress;
-use toolhost::mcp::McpServer;
 use toolhost::mcp::McpServeError;
+use toolhost::mcp::McpServer;
 use toolhost::mcp::server::{BearerTokens, HttpLimits, HttpServeOptions, StopToken};
 
 /// The environment variable holding one bearer token for `serve --http`.
@@ -131,7 +131,12 @@ fn bearer_tokens(
 ) -> anyhow::Result<BearerTokens> {
     let mut tokens = BearerTokens::new();
     let files: Vec<&std::path::Path> = if args.auth_token_file.is_empty() {
-        config.serve.auth_token_file.iter().map(|p| p.as_path()).collect()
+        config
+            .serve
+            .auth_token_file
+            .iter()
+            .map(|p| p.as_path())
+            .collect()
     } else {
         args.auth_token_file.iter().map(|p| p.as_path()).collect()
     };
@@ -247,14 +252,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 allowed_hosts: args.allowed_host.clone(),
             };
             server
-                .serve_http_opts(addr, options, stop, |bound| {
-                    match authenticated {
-                        Some(n) => eprintln!(
-                            "toolhost: serving MCP at http://{bound}/mcp (bearer token \
+                .serve_http_opts(addr, options, stop, |bound| match authenticated {
+                    Some(n) => eprintln!(
+                        "toolhost: serving MCP at http://{bound}/mcp (bearer token \
                              required; {n} accepted)"
-                        ),
-                        None => eprintln!("toolhost: serving MCP at http://{bound}/mcp"),
-                    }
+                    ),
+                    None => eprintln!("toolhost: serving MCP at http://{bound}/mcp"),
                 })
                 .await
                 .context("serving MCP over HTTP")?;

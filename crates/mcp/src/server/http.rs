@@ -35,12 +35,7 @@ impl McpServer {
         stop: CancellationToken,
         limits: &HttpLimits,
     ) -> StreamableHttpService<McpServer, CappedSessionManager> {
-        self.http_service_on(
-            port,
-            &[],
-            stop,
-            Arc::new(CappedSessionManager::new(limits)),
-        )
+        self.http_service_on(port, &[], stop, Arc::new(CappedSessionManager::new(limits)))
     }
 
     fn http_service_on(
@@ -432,7 +427,11 @@ struct HttpGuard {
 }
 
 /// A JSON-RPC error response (`id: null`) with an HTTP status.
-pub(super) fn jsonrpc_error(status: http::StatusCode, code: i64, message: String) -> axum::response::Response {
+pub(super) fn jsonrpc_error(
+    status: http::StatusCode,
+    code: i64,
+    message: String,
+) -> axum::response::Response {
     let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
     let mut resp = axum::response::Response::new(axum::body::Body::from(body.to_string()));
     *resp.status_mut() = status;

@@ -64,7 +64,10 @@ async fn request(
     headers: &[(&str, &str)],
 ) -> (u16, Option<String>, String) {
     let mut req = reqwest::Client::new()
-        .request(method.clone(), format!("http://127.0.0.1:{}/mcp", addr.port()))
+        .request(
+            method.clone(),
+            format!("http://127.0.0.1:{}/mcp", addr.port()),
+        )
         .header("accept", "application/json, text/event-stream");
     if method == reqwest::Method::POST {
         req = req
@@ -95,7 +98,10 @@ fn assert_refused(what: &str, (status, challenge, body): (u16, Option<String>, S
     assert!(body["error"]["code"].is_i64(), "{what}: {body}");
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("unauthorized"), "{what}: {message}");
-    assert!(!message.contains(TOKEN), "{what}: the token leaked: {message}");
+    assert!(
+        !message.contains(TOKEN),
+        "{what}: the token leaked: {message}"
+    );
 }
 
 /// A good `add` through `McpClient`, sending the token as an `Authorization` header.
@@ -330,8 +336,8 @@ async fn hostile_oauth_server(with_challenge: bool) -> SocketAddr {
 #[tokio::test]
 async fn an_oauth_challenge_is_named_and_shown_escaped_and_bounded() {
     let addr = hostile_oauth_server(true).await;
-    let client = McpClient::new("oauthy", McpTransport::http(format!("http://{addr}/mcp")))
-        .with_timeout(10);
+    let client =
+        McpClient::new("oauthy", McpTransport::http(format!("http://{addr}/mcp"))).with_timeout(10);
     let err = client.connect().await.unwrap_err();
     let text = err.to_string();
     assert!(
@@ -339,7 +345,10 @@ async fn an_oauth_challenge_is_named_and_shown_escaped_and_bounded() {
         "{text}"
     );
     assert!(text.contains("OAuth"), "{text}");
-    assert!(!text.contains('\t'), "a raw tab reached the message: {text}");
+    assert!(
+        !text.contains('\t'),
+        "a raw tab reached the message: {text}"
+    );
     assert!(text.contains("\\tX"), "{text}");
     assert!(text.len() < 1200, "not bounded: {} bytes", text.len());
     // Without a challenge, the status still makes it a clear Unauthorized.
