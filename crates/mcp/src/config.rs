@@ -488,4 +488,60 @@ mod tests {
         }));
         assert!(bad.unwrap_err().to_string().contains("netwrok"));
     }
+
+    #[test]
+    fn bearer_tokens_come_from_a_variable_or_a_private_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let url = Some("http://127.0.0.1:1/mcp".to_string());
+        let entry = |env: Option<&str>, file: Option<std::path::PathBuf>| McpServerConfig {
+            url: url.clone(),
+            bearer_token_env: env.map(str::to_string),
+            bearer_token_file: file,
+            ..Default::default()
+        };
+        let missing = entry(Some("TOOLHOST_TEST_NO_SUCH_VARIABLE"), None).transport();
+        let Err(e) = missing else {
+            panic!("a missing variable must be an error");
+        };
+        assert!(e.to_string().contains("bearer_token_env"), "{e}");
+        assert!(e.to_string().contains("not set"), "{e}");
+
+        let dir = toolhost_testkit::temp_dir("mcp-token");
+        let file = dir.join("token");
+        std::fs::write(&file, "# the token\n\n  secret-token-value  \n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = entry(None, Some(file.clone())).transport().unwrap_err();
+        assert!(e.to_string().contains("chmod 600"), "{e}");
+        assert!(!e.to_string().contains("secret-token-value"), "{e}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let Ok(McpTransport::StreamableHttp { headers, .. }) =
+            entry(None, Some(file.clone())).transport()
+        else {
+            panic!("an HTTP transport");
+        };
+        assert_eq!(
+            headers,
+            Some(vec![(
+                "Authorization".to_string(),
+                "Bearer secret-token-value".to_string()
+            )])
+        );
+        assert_eq!(
+            entry(Some("X"), Some(file.clone())).transport(),
+            Err(McpConfigError::BearerTokenTwice)
+        );
+        let mut both = entry(None, Some(file));
+        both.headers
+            .insert("authorization".into(), "Bearer other".into());
+        assert_eq!(both.transport(), Err(McpConfigError::BearerTokenTwice));
+        let stdio = McpServerConfig {
+            command: Some("node".into()),
+            bearer_token_env: Some("X".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            stdio.transport(),
+            Err(McpConfigError::BearerTokenWithoutUrl)
+        );
+    }
 }
