@@ -526,6 +526,13 @@ mod tests {
                 "Bearer secret-token-value".to_string()
             )])
         );
+        let transport = McpTransport::StreamableHttp {
+            url: "http://127.0.0.1:1/mcp".into(),
+            headers,
+        };
+        let shown = format!("{transport:?}");
+        assert!(!shown.contains("secret-token-value"), "{shown}");
+        assert!(shown.contains("Authorization=[redacted]"), "{shown}");
         assert_eq!(
             entry(Some("X"), Some(file.clone())).transport(),
             Err(McpConfigError::BearerTokenTwice)

@@ -31,8 +31,9 @@ use crate::stdio::{ChildState, LineGuard, codec_max_line, pump_stderr, resolve_c
 /// How long a child may take to exit after it was told to.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
-/// How to reach an MCP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to reach an MCP server. Its `Debug` hides the values of HTTP headers (they carry
+/// credentials such as the bearer token) and of the child's environment.
+#[derive(Clone, PartialEq, Eq)]
 pub enum McpTransport {
     /// Start a child process and talk JSON-RPC over its stdin/stdout.
     Stdio {
@@ -63,6 +64,42 @@ pub enum McpTransport {
         /// Extra headers sent with every request (`Authorization: Bearer ...` included).
         headers: Option<Vec<(String, String)>>,
     },
+}
+
+impl std::fmt::Debug for McpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |pairs: &[(String, String)]| -> Vec<String> {
+            pairs
+                .iter()
+                .map(|(k, _)| format!("{k}=[redacted]"))
+                .collect()
+        };
+        match self {
+            McpTransport::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &names(env))
+                .finish(),
+            McpTransport::SandboxedStdio {
+                command,
+                args,
+                env,
+                sandbox,
+            } => f
+                .debug_struct("SandboxedStdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &names(env))
+                .field("sandbox", sandbox)
+                .finish(),
+            McpTransport::StreamableHttp { url, headers } => f
+                .debug_struct("StreamableHttp")
+                .field("url", url)
+                .field("headers", &headers.as_deref().map(names))
+                .finish(),
+        }
+    }
 }
 
 impl McpTransport {
