@@ -14,7 +14,10 @@
 //!
 //! [mcp.servers.remote]
 //! url = "http://127.0.0.1:3001/mcp"
-//! headers = { Authorization = "Bearer ..." }
+//! bearer_token_env = "REMOTE_TOKEN"
+//!
+//! [serve]
+//! auth_token_file = "/etc/toolhost/tokens"   # bearer tokens of `serve --http`
 //! ```
 
 use std::path::Path;
@@ -241,6 +244,19 @@ mod tests {
         assert_eq!(t.trust.require_approval, RequireApproval::All);
         assert!(!t.trust.accept_compatible_updates && t.trust.keys == ["RWQx"]);
         assert!(toml::from_str::<HostConfig>("[trust]\nrequire_approval = \"some\"").is_err());
+    }
+
+    #[test]
+    fn serve_table_names_the_token_file() {
+        assert!(HostConfig::default().serve.auth_token_file.is_none());
+        let c: HostConfig =
+            toml::from_str("[serve]\nauth_token_file = \"/etc/toolhost/tokens\"\n").unwrap(); // ok: test code
+        assert_eq!(
+            c.serve.auth_token_file.as_deref(),
+            Some(std::path::Path::new("/etc/toolhost/tokens"))
+        );
+        // A typo is an error, not a silently unauthenticated server.
+        assert!(toml::from_str::<HostConfig>("[serve]\nauth_token = \"x\"").is_err());
     }
 
     #[test]
