@@ -14,7 +14,10 @@
 //!
 //! [mcp.servers.remote]
 //! url = "http://127.0.0.1:3001/mcp"
-//! headers = { Authorization = "Bearer ..." }
+//! bearer_token_env = "REMOTE_TOKEN"
+//!
+//! [serve]
+//! auth_token_file = "/etc/toolhost/tokens"   # bearer tokens of `serve --http`
 //! ```
 
 use std::path::Path;
@@ -61,6 +64,24 @@ pub struct HostConfig {
     /// The audit trail of `serve` and `chat` (see `docs/permissions.md`, "Audit trail").
     #[serde(default)]
     pub audit: AuditConfig,
+    /// `toolhost serve` settings (see `docs/mcp.md`, "Authentication").
+    #[serde(default)]
+    pub serve: ServeConfig,
+}
+
+/// `[serve]`: settings of `toolhost serve --http`.
+///
+/// ```toml
+/// [serve]
+/// auth_token_file = "/etc/toolhost/tokens"   # one bearer token per line, mode 0600
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// The bearer tokens `serve --http` accepts, one per line (`#` comment lines); used
+    /// when no `--auth-token-file` is given. A relative path is taken from the current
+    /// folder, like `plugins`.
+    pub auth_token_file: Option<std::path::PathBuf>,
 }
 
 /// `[audit]`: where `serve` and `chat` write one record per tool call. The `--audit FILE`
@@ -223,6 +244,19 @@ mod tests {
         assert_eq!(t.trust.require_approval, RequireApproval::All);
         assert!(!t.trust.accept_compatible_updates && t.trust.keys == ["RWQx"]);
         assert!(toml::from_str::<HostConfig>("[trust]\nrequire_approval = \"some\"").is_err());
+    }
+
+    #[test]
+    fn serve_table_names_the_token_file() {
+        assert!(HostConfig::default().serve.auth_token_file.is_none());
+        let c: HostConfig =
+            toml::from_str("[serve]\nauth_token_file = \"/etc/toolhost/tokens\"\n").unwrap(); // ok: test code
+        assert_eq!(
+            c.serve.auth_token_file.as_deref(),
+            Some(std::path::Path::new("/etc/toolhost/tokens"))
+        );
+        // A typo is an error, not a silently unauthenticated server.
+        assert!(toml::from_str::<HostConfig>("[serve]\nauth_token = \"x\"").is_err());
     }
 
     #[test]

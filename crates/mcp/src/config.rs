@@ -13,8 +13,13 @@
 //!
 //! [mcp.servers.remote]
 //! url = "http://127.0.0.1:3001/mcp"
-//! headers = { Authorization = "Bearer ..." }
+//! bearer_token_env = "REMOTE_TOKEN"   # sent as `Authorization: Bearer $REMOTE_TOKEN`
+//! # or: bearer_token_file = "/home/me/.config/toolhost/remote.token"  (mode 0600)
+//! # or: headers = { Authorization = "Bearer ..." }   (the secret then sits in this file)
 //! ```
+//!
+//! A missing variable or file, an empty one, or a token file group or others may read is
+//! a [`McpConfigError`] for that server; the other servers load regardless.
 //!
 //! ## Rating the tools
 //!
@@ -118,6 +123,14 @@ pub struct McpServerConfig {
     /// HTTP headers sent with every request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// (`url` servers) The environment variable holding the bearer token sent as
+    /// `Authorization: Bearer ...`.
+    #[serde(default)]
+    pub bearer_token_env: Option<String>,
+    /// (`url` servers) A file holding the bearer token (its first line that is neither
+    /// blank nor a `#` comment); it must not be accessible by group or others.
+    #[serde(default)]
+    pub bearer_token_file: Option<std::path::PathBuf>,
     /// The time budget of each request, in seconds (default 30).
     #[serde(default, alias = "timeout")]
     pub timeout_secs: Option<u64>,
@@ -161,6 +174,10 @@ impl McpServerConfig {
     /// declares a `sandbox`); an error when it has both or neither of `command` and `url`,
     /// or a `sandbox` on a `url` server.
     pub fn transport(&self) -> Result<McpTransport, McpConfigError> {
+        let token_set = self.bearer_token_env.is_some() || self.bearer_token_file.is_some();
+        if token_set && self.url.is_none() {
+            return Err(McpConfigError::BearerTokenWithoutUrl);
+        }
         match (&self.command, &self.url) {
             (None, Some(_)) if self.sandbox.is_some() => Err(McpConfigError::SandboxWithoutCommand),
             (Some(command), None) => {
@@ -188,18 +205,60 @@ impl McpServerConfig {
                     },
                 })
             }
-            (None, Some(url)) => Ok(McpTransport::StreamableHttp {
-                url: url.clone(),
-                headers: (!self.headers.is_empty()).then(|| {
-                    self.headers
+            (None, Some(url)) => {
+                let mut headers: Vec<(String, String)> = self
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if let Some(token) = self.bearer_token()? {
+                    if headers
                         .iter()
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                }),
-            }),
+                        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                    {
+                        return Err(McpConfigError::BearerTokenTwice);
+                    }
+                    headers.push(("Authorization".into(), format!("Bearer {token}")));
+                }
+                Ok(McpTransport::StreamableHttp {
+                    url: url.clone(),
+                    headers: (!headers.is_empty()).then_some(headers),
+                })
+            }
             (Some(_), Some(_)) => Err(McpConfigError::BothCommandAndUrl),
             (None, None) => Err(McpConfigError::NoTransport),
         }
+    }
+
+    /// The bearer token of `bearer_token_env` or `bearer_token_file`, read now; `None`
+    /// when neither is set. Errors never contain the token.
+    fn bearer_token(&self) -> Result<Option<String>, McpConfigError> {
+        let token = match (&self.bearer_token_env, &self.bearer_token_file) {
+            (None, None) => return Ok(None),
+            (Some(_), Some(_)) => return Err(McpConfigError::BearerTokenTwice),
+            (Some(var), None) => {
+                let env_error = |why: &'static str| McpConfigError::BearerTokenEnv {
+                    var: var.clone(),
+                    why,
+                };
+                let value = std::env::var(var).map_err(|e| match e {
+                    std::env::VarError::NotPresent => env_error("not set"),
+                    std::env::VarError::NotUnicode(_) => env_error("not valid UTF-8"),
+                })?;
+                let value = value.trim().to_string();
+                if value.is_empty() {
+                    return Err(env_error("empty"));
+                }
+                if !value.chars().all(|c| c.is_ascii_graphic()) {
+                    return Err(env_error(
+                        "not a bearer token (it has whitespace or non-ASCII characters)",
+                    ));
+                }
+                value
+            }
+            (None, Some(path)) => read_token_file(path)?,
+        };
+        Ok(Some(token))
     }
 
     /// The request timeout.
@@ -208,6 +267,42 @@ impl McpServerConfig {
             .map(Duration::from_secs)
             .unwrap_or(DEFAULT_MCP_TIMEOUT)
     }
+}
+
+/// The token of a `bearer_token_file`: its first line that is neither blank nor a `#`
+/// comment. Refuses a file group or others may access, as ssh does for a key.
+fn read_token_file(path: &std::path::Path) -> Result<String, McpConfigError> {
+    let file_error = |message: String| McpConfigError::BearerTokenFile {
+        path: path.display().to_string(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| file_error(e.to_string()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(file_error(format!(
+                "it is accessible by group or others (mode {mode:04o}); a token is a \
+                 password: run `chmod 600 {}`",
+                path.display()
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = meta;
+    let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
+    let token = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .ok_or_else(|| file_error("it holds no token".into()))?;
+    if !token.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(file_error(
+            "its token has whitespace or non-ASCII characters".into(),
+        ));
+    }
+    Ok(token.to_string())
 }
 
 /// The system folders every `PATH` given to a server starts from.
@@ -392,5 +487,68 @@ mod tests {
             "servers": {"s": {"command": "x", "sandbox": {"read": [], "netwrok": true}}}
         }));
         assert!(bad.unwrap_err().to_string().contains("netwrok"));
+    }
+
+    #[test]
+    fn bearer_tokens_come_from_a_variable_or_a_private_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let url = Some("http://127.0.0.1:1/mcp".to_string());
+        let entry = |env: Option<&str>, file: Option<std::path::PathBuf>| McpServerConfig {
+            url: url.clone(),
+            bearer_token_env: env.map(str::to_string),
+            bearer_token_file: file,
+            ..Default::default()
+        };
+        let missing = entry(Some("TOOLHOST_TEST_NO_SUCH_VARIABLE"), None).transport();
+        let Err(e) = missing else {
+            panic!("a missing variable must be an error");
+        };
+        assert!(e.to_string().contains("bearer_token_env"), "{e}");
+        assert!(e.to_string().contains("not set"), "{e}");
+
+        let dir = toolhost_testkit::temp_dir("mcp-token");
+        let file = dir.join("token");
+        std::fs::write(&file, "# the token\n\n  secret-token-value  \n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = entry(None, Some(file.clone())).transport().unwrap_err();
+        assert!(e.to_string().contains("chmod 600"), "{e}");
+        assert!(!e.to_string().contains("secret-token-value"), "{e}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let Ok(McpTransport::StreamableHttp { headers, .. }) =
+            entry(None, Some(file.clone())).transport()
+        else {
+            panic!("an HTTP transport");
+        };
+        assert_eq!(
+            headers,
+            Some(vec![(
+                "Authorization".to_string(),
+                "Bearer secret-token-value".to_string()
+            )])
+        );
+        let transport = McpTransport::StreamableHttp {
+            url: "http://127.0.0.1:1/mcp".into(),
+            headers,
+        };
+        let shown = format!("{transport:?}");
+        assert!(!shown.contains("secret-token-value"), "{shown}");
+        assert!(shown.contains("Authorization=[redacted]"), "{shown}");
+        assert_eq!(
+            entry(Some("X"), Some(file.clone())).transport(),
+            Err(McpConfigError::BearerTokenTwice)
+        );
+        let mut both = entry(None, Some(file));
+        both.headers
+            .insert("authorization".into(), "Bearer other".into());
+        assert_eq!(both.transport(), Err(McpConfigError::BearerTokenTwice));
+        let stdio = McpServerConfig {
+            command: Some("node".into()),
+            bearer_token_env: Some("X".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            stdio.transport(),
+            Err(McpConfigError::BearerTokenWithoutUrl)
+        );
     }
 }

@@ -112,6 +112,17 @@ pub enum McpClientError {
         /// What is wrong.
         source: crate::sandbox::McpSandboxError,
     },
+    /// The HTTP server refused us: 401 (no or a wrong credential) or 403 (not allowed).
+    #[error("MCP server '{server}' answered HTTP {status}: {hint}")]
+    Unauthorized {
+        /// The configured server name.
+        server: String,
+        /// The HTTP status (401 or 403).
+        status: u16,
+        /// What to do, with the server's `WWW-Authenticate` challenge (escaped and
+        /// shortened: the server is not trusted) when it sent one.
+        hint: String,
+    },
     /// The transport configuration is invalid (bad URL, bad header).
     #[error("MCP server '{server}': invalid configuration: {message}")]
     Config {
@@ -149,6 +160,38 @@ pub enum McpConfigError {
     /// Neither is set.
     #[error("set `command` (stdio) or `url` (Streamable HTTP)")]
     NoTransport,
+    /// `bearer_token_env` names a variable that cannot be used.
+    #[error(
+        "`bearer_token_env = \"{var}\"`: the environment variable {var} is {why}; export \
+         it (the bearer token) before starting toolhost"
+    )]
+    BearerTokenEnv {
+        /// The variable.
+        var: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// `bearer_token_file` cannot be used.
+    #[error("`bearer_token_file = \"{path}\"`: {message}")]
+    BearerTokenFile {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// More than one of `bearer_token_env`, `bearer_token_file` and an `Authorization`
+    /// header.
+    #[error(
+        "set only one of `bearer_token_env`, `bearer_token_file` and an `Authorization` \
+         header"
+    )]
+    BearerTokenTwice,
+    /// A bearer token on a `command` server.
+    #[error(
+        "`bearer_token_env` and `bearer_token_file` apply only to a `url` (HTTP) server; \
+         pass a stdio server its secrets with `env` or `inherit_env`"
+    )]
+    BearerTokenWithoutUrl,
     /// `sandbox` is set on a `url` server: only a process this host starts can be confined.
     #[error(
         "`sandbox` applies only to a `command` (stdio) server; remove it from this `url` entry"
@@ -184,6 +227,60 @@ pub struct McpServerProblem {
     pub error: McpLoadError,
 }
 
+/// Why a bearer token (or a token file) for `serve --http` was refused. No variant
+/// carries the token itself.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum McpTokenError {
+    /// The token file cannot be read.
+    #[error("cannot read the token file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The token file may be read or written by group or others.
+    #[error(
+        "the token file {path} is accessible by group or others (mode {mode:04o}); a bearer \
+         token is a password, so it must be private: run `chmod 600 {path}`"
+    )]
+    TooOpen {
+        /// The file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// No token where one was expected.
+    #[error("{origin} holds no bearer token")]
+    Empty {
+        /// Where: a file, a file line, or an environment variable.
+        origin: String,
+    },
+    /// The token is too short to be safe from guessing.
+    #[error(
+        "the bearer token in {origin} has {len} characters; at least 32 are required so it \
+         cannot be guessed (make one with `openssl rand -hex 32`)"
+    )]
+    TooShort {
+        /// Where it came from.
+        origin: String,
+        /// Its length.
+        len: usize,
+    },
+    /// The token has a character an HTTP `Authorization` header cannot carry as is.
+    #[error(
+        "the bearer token in {origin} contains {what}; use visible ASCII only (e.g. \
+         `openssl rand -hex 32`)"
+    )]
+    BadCharacter {
+        /// Where it came from.
+        origin: String,
+        /// What kind of character.
+        what: &'static str,
+    },
+}
+
 /// What went wrong serving the registry as an MCP server.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -198,10 +295,26 @@ pub enum McpServeError {
     },
     /// Binding a non-loopback address without opting in.
     #[error(
-        "refusing to listen on {0}: it is not a loopback address; MCP over HTTP has no \
-         authentication here, so bind 127.0.0.1 (or pass --allow-remote explicitly)"
+        "refusing to listen on {0}: it is not a loopback address; bind 127.0.0.1, or pass \
+         --allow-remote together with a bearer token (--auth-token-file FILE or the \
+         TOOLHOST_SERVE_TOKEN environment variable; docs/mcp.md, \"Authentication\")"
     )]
     NotLoopback(String),
+    /// A non-loopback address (`--allow-remote`) without any bearer token.
+    #[error(
+        "refusing to listen on {0} with --allow-remote but no bearer token: anyone who can \
+         reach the port could call every tool. Give tokens with --auth-token-file FILE \
+         (one per line, mode 0600), the TOOLHOST_SERVE_TOKEN environment variable, or \
+         `auth_token_file` under [serve] in toolhost.toml"
+    )]
+    RemoteWithoutAuth(String),
+    /// `--allowed-host '*'` (any Host) without a bearer token: that would switch off the
+    /// DNS-rebinding protection of an unauthenticated server.
+    #[error(
+        "--allowed-host '*' accepts any Host header, which is safe only with a bearer token; \
+         configure one (--auth-token-file FILE or TOOLHOST_SERVE_TOKEN) or name the hosts"
+    )]
+    AnyHostWithoutAuth,
     /// The client never completed the handshake, or the transport failed.
     #[error("MCP session failed: {0}")]
     Session(String),

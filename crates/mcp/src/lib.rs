@@ -30,7 +30,9 @@ pub mod tool;
 pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 pub use config::{McpConfig, McpServerConfig};
 pub use downstream::DownstreamClient;
-pub use error::{McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem};
+pub use error::{
+    McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
+};
 pub use gateway::{Gateway, GatewayError, GatewayEvent};
 pub use info::{McpToolAnnotations, McpToolInfo};
 pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};

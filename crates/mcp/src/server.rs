@@ -20,9 +20,13 @@
 //!   `notifications/initialized` (tools loading in the background) is announced too.
 //! - `tools/call` of a tool the registry is still loading waits for it (the registry's
 //!   pending loads, `ToolRegistry::begin_loading`).
-//! - HTTP binds loopback by default ([`McpServer::serve_http`] refuses other addresses unless told),
-//!   and validates `Host` (loopback names only) and `Origin` (loopback origins only; requests
-//!   without `Origin` pass, as non-browser clients send none).
+//! - HTTP binds loopback by default ([`McpServer::serve_http`] refuses other addresses unless told,
+//!   and then only with a bearer token), and validates `Host` (loopback names, the bound
+//!   address and the operator's `allowed_hosts`) and `Origin` (loopback origins only;
+//!   requests without `Origin` pass, as non-browser clients send none).
+//! - With bearer tokens ([`BearerTokens`], `server/auth.rs`), every HTTP request without a
+//!   valid `Authorization: Bearer` gets HTTP 401 with `WWW-Authenticate: Bearer
+//!   realm="toolhost"` and a JSON-RPC error, before anything else looks at it.
 //! - HTTP is bounded ([`HttpLimits`], defaults in docs/mcp.md): a connection must send its
 //!   request headers within the header-read timeout (also the idle limit of a keep-alive
 //!   connection between requests), at most `max_connections` are served at once (further
@@ -58,17 +62,18 @@ use toolhost_core::tools::{
     Permission, RiskLevel, ServedHints, ToolCall, ToolContext, ToolEntry, ToolOutput, ToolRegistry,
 };
 
+mod auth;
 mod gateway_session;
-use crate::content::{block_to_mcp, icon_to_mcp};
-
 mod http;
 mod stdio;
 
+use crate::content::{block_to_mcp, icon_to_mcp};
 use crate::gateway::Gateway;
 use gateway_session::GatewaySession;
 
+pub use auth::BearerTokens;
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
-pub use http::{CappedSessionManager, HttpLimits, SessionLimitError};
+pub use http::{ANY_HOST, CappedSessionManager, HttpLimits, HttpServeOptions, SessionLimitError};
 
 /// The token that stops [`McpServer::serve_http`] (tokio-util's `CancellationToken`).
 pub use tokio_util::sync::CancellationToken as StopToken;

@@ -69,6 +69,8 @@ pub struct TrustReport {
     pub plugins: Vec<PluginTrust>,
     /// MCP tools not offered.
     pub mcp: Vec<McpWithheld>,
+    /// Enabled MCP servers that did not connect (their problems are in the warnings).
+    pub mcp_down: Vec<String>,
     /// The MCP servers connected (for the gateway of `serve`).
     pub mcp_clients: Vec<toolhost::mcp::McpClient>,
 }
@@ -107,7 +109,8 @@ pub async fn load_all(
     let (plugins, mut problems) = load_plugins_with(registry, &dir, &config.trust, progress).await;
     // A bad lock was reported by load_plugins; MCP tools then have no pins.
     let lock = Lock::load(&Lock::path_in(&dir)).unwrap_or_default();
-    let (mcp, mcp_problems, mcp_clients) = connect_mcp(registry, config, &lock).await;
+    let loaded = connect_mcp(registry, config, &lock).await;
+    let (mcp, mcp_problems) = (loaded.withheld, loaded.problems);
     problems.extend(mcp_problems);
     for p in &problems {
         eprintln!(
@@ -136,7 +139,8 @@ pub async fn load_all(
         TrustReport {
             plugins,
             mcp,
-            mcp_clients,
+            mcp_down: loaded.down,
+            mcp_clients: loaded.clients,
         },
     )
 }

@@ -1,4 +1,7 @@
 //! `toolhost list [--json]`: the tools of the plugins folder and configured MCP servers.
+//!
+//! The exit status is 1 when an enabled MCP server did not connect (the tools that did
+//! load are still listed, and the reason is among the warnings), so scripts notice.
 
 use std::process::ExitCode;
 
@@ -67,12 +70,12 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
                 &serde_json::json!({"tools": tools, "plugins": plugins, "mcp_withheld": mcp, "problems": problems})
             )?)
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(exit_code(&trust));
     }
     if entries.is_empty() {
         println!("no tools (plugins folder and MCP servers gave none)");
         print_trust(&trust);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(exit_code(&trust));
     }
     let width = entries
         .iter()
@@ -121,7 +124,25 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
         );
     }
     print_trust(&trust);
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_code(&trust))
+}
+
+/// Failure when an enabled MCP server did not connect, after saying which.
+fn exit_code(trust: &super::common::TrustReport) -> ExitCode {
+    if trust.mcp_down.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    let names: Vec<String> = trust
+        .mcp_down
+        .iter()
+        .map(|s| super::term::cell(s).into_owned())
+        .collect();
+    eprintln!(
+        "error: {} MCP server(s) did not connect: {} (see the warnings above)",
+        names.len(),
+        names.join(", ")
+    );
+    ExitCode::FAILURE
 }
 
 /// The trust state of each plugin, with its tools that need approval or are withheld.

@@ -3,9 +3,12 @@
 //! - `toolhost serve` / `toolhost serve --stdio`: one client over stdin/stdout. Stdout
 //!   carries the protocol only; logs go to stderr.
 //! - `toolhost serve --http 127.0.0.1:8080`: Streamable HTTP at `/mcp`. Loopback only unless
-//!   `--allow-remote`; Host and Origin are validated. Bounded by `--header-timeout`,
-//!   `--max-connections`, `--max-sessions` and `--session-idle` (defaults in
-//!   docs/mcp.md and `--help`).
+//!   `--allow-remote`, which requires bearer tokens; Host and Origin are validated. Bounded
+//!   by `--header-timeout`, `--max-connections`, `--max-sessions` and `--session-idle`
+//!   (defaults in docs/mcp.md and `--help`).
+//! - Bearer tokens (docs/mcp.md, "Authentication"): `--auth-token-file FILE` (else
+//!   `[serve] auth_token_file` of toolhost.toml) and `TOOLHOST_SERVE_TOKEN`. Once any is
+//!   configured, every HTTP request must carry one, on loopback too.
 //!
 //! **Instant start.** The server answers `initialize` at once, whatever the state of the
 //! compile cache: the plugins folder is loaded (components compiled in parallel) and the
@@ -28,8 +31,12 @@ use anyhow::Context;
 use clap::Args;
 use std::sync::Arc;
 use toolhost::loader::NoProgress;
+use toolhost::mcp::McpServeError;
 use toolhost::mcp::McpServer;
-use toolhost::mcp::server::{HttpLimits, StopToken};
+use toolhost::mcp::server::{BearerTokens, HttpLimits, HttpServeOptions, StopToken};
+
+/// The environment variable holding one bearer token for `serve --http`.
+const TOKEN_ENV: &str = "TOOLHOST_SERVE_TOKEN";
 
 /// Arguments of `toolhost serve`.
 #[derive(Debug, Args)]
@@ -42,10 +49,23 @@ pub struct ServeArgs {
     /// Serve Streamable HTTP on this address, at `/mcp` (e.g. 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// Allow a non-loopback `--http` address. There is no authentication: only do this
-    /// behind something that adds it.
+    /// Allow a non-loopback `--http` address. Requires bearer tokens (--auth-token-file,
+    /// `[serve] auth_token_file` or TOOLHOST_SERVE_TOKEN); without one, serve refuses to
+    /// start. Use TLS in front (a reverse proxy): the token travels in clear over HTTP.
     #[arg(long, requires = "http")]
     allow_remote: bool,
+    /// With --http: accept only requests with `Authorization: Bearer TOKEN`, TOKEN one of
+    /// the lines of FILE (`#` comment lines; at least 32 characters each; the file must
+    /// not be accessible by group or others). Repeatable. Without it, `[serve]
+    /// auth_token_file` of the config is used. The environment variable
+    /// TOOLHOST_SERVE_TOKEN adds one more token.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    auth_token_file: Vec<std::path::PathBuf>,
+    /// With --http: a `Host` header value (`name` or `name:port`) to accept besides the
+    /// loopback names and the bound address, e.g. the DNS name remote clients use.
+    /// Repeatable. `*` accepts any Host (only with a bearer token).
+    #[arg(long, value_name = "NAME", requires = "http")]
+    allowed_host: Vec<String>,
     /// With --http: time a connection has to send its request headers, and the longest a
     /// keep-alive connection may idle between requests; then it is closed. A number of
     /// seconds, or with a unit: 500ms, 10s, 2m.
@@ -103,6 +123,36 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{text}`: {e}"))
 }
 
+/// The bearer tokens of `serve --http`: the `--auth-token-file` files (else the config's
+/// `[serve] auth_token_file`), plus `TOOLHOST_SERVE_TOKEN`. Empty when none is configured.
+fn bearer_tokens(
+    args: &ServeArgs,
+    config: &toolhost::config::HostConfig,
+) -> anyhow::Result<BearerTokens> {
+    let mut tokens = BearerTokens::new();
+    let files: Vec<&std::path::Path> = if args.auth_token_file.is_empty() {
+        config
+            .serve
+            .auth_token_file
+            .iter()
+            .map(|p| p.as_path())
+            .collect()
+    } else {
+        args.auth_token_file.iter().map(|p| p.as_path()).collect()
+    };
+    for file in files {
+        tokens.add_file(file)?;
+    }
+    match std::env::var(TOKEN_ENV) {
+        Ok(token) => tokens.add(&token, &format!("the {TOKEN_ENV} environment variable"))?,
+        Err(std::env::VarError::NotPresent) => {}
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("the {TOKEN_ENV} environment variable is not valid UTF-8")
+        }
+    }
+    Ok(tokens)
+}
+
 impl ServeArgs {
     /// The worker threads this invocation wants (see `--threads`).
     pub fn worker_threads(&self) -> Option<usize> {
@@ -120,6 +170,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // A broken config is an error before anything is served; plugins and servers that
     // fail to load are warnings, as in the other commands.
     let config = super::common::load_config(&args.host)?;
+    // Tokens are checked before anything loads: a bad token file or an unauthenticated
+    // --allow-remote stops here.
+    let tokens = match args.http {
+        Some(addr) => {
+            let tokens = bearer_tokens(&args, &config)?;
+            if args.allow_remote && tokens.is_empty() {
+                return Err(McpServeError::RemoteWithoutAuth(addr.to_string()).into());
+            }
+            Some(tokens)
+        }
+        None => None,
+    };
     let registry = super::common::new_registry(&args.host, &config)?;
     registry.set_approver(Some(Arc::new(super::approver::NobodyToAsk {
         what: "`toolhost serve` cannot ask anyone to approve it",
@@ -180,9 +242,28 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 max_sessions: args.max_sessions.max(1),
                 session_idle: args.session_idle,
             };
+            let auth = tokens.filter(|t| !t.is_empty());
+            let authenticated = auth.as_ref().map(BearerTokens::len);
+            if addr.ip().is_unspecified() && args.allowed_host.is_empty() {
+                eprintln!(
+                    "toolhost: note: listening on {addr}, but only the Host names localhost \
+                     and 127.0.0.1 are accepted; add --allowed-host NAME for each name or \
+                     address remote clients use"
+                );
+            }
+            let options = HttpServeOptions {
+                allow_remote: args.allow_remote,
+                limits,
+                auth,
+                allowed_hosts: args.allowed_host.clone(),
+            };
             server
-                .serve_http_with(addr, args.allow_remote, limits, stop, |bound| {
-                    eprintln!("toolhost: serving MCP at http://{bound}/mcp");
+                .serve_http_opts(addr, options, stop, |bound| match authenticated {
+                    Some(n) => eprintln!(
+                        "toolhost: serving MCP at http://{bound}/mcp (bearer token \
+                             required; {n} accepted)"
+                    ),
+                    None => eprintln!("toolhost: serving MCP at http://{bound}/mcp"),
                 })
                 .await
                 .context("serving MCP over HTTP")?;

@@ -36,19 +36,27 @@ pub struct McpWithheld {
     pub state: toolhost_trust::McpToolState,
 }
 
+/// What connecting the configured MCP servers gave.
+#[derive(Debug, Default)]
+pub struct McpLoad {
+    /// The tools withheld at connect time.
+    pub withheld: Vec<McpWithheld>,
+    /// The problems met.
+    pub problems: Vec<LoadProblem>,
+    /// The (enabled) servers that did not connect at all.
+    pub down: Vec<String>,
+    /// The connected clients (for the gateway of `serve`).
+    pub clients: Vec<crate::mcp::McpClient>,
+}
+
 /// Connects the MCP servers of `config`, offering only the tools the lock's `[mcp.NAME]`
 /// pins allow (see [`toolhost_trust::evaluate_mcp_tool`]), at connect time and at every
-/// `tools/list_changed` refresh. Returns what was withheld at connect time, the
-/// problems met and the connected clients.
+/// `tools/list_changed` refresh.
 pub async fn connect_mcp(
     registry: &ToolRegistry,
     config: &crate::config::HostConfig,
     lock: &Lock,
-) -> (
-    Vec<McpWithheld>,
-    Vec<LoadProblem>,
-    Vec<crate::mcp::McpClient>,
-) {
+) -> McpLoad {
     use std::sync::{Arc, Mutex};
     let opts = config.trust.options();
     let withheld: Arc<Mutex<Vec<McpWithheld>>> = Arc::default();
@@ -82,7 +90,18 @@ pub async fn connect_mcp(
     };
     let (clients, problems) =
         crate::mcp::config::connect_all_filtered(registry, &config.mcp, filter_for).await;
+    let mut down: Vec<String> = problems
+        .iter()
+        .filter(|p| !matches!(p.error, crate::mcp::McpLoadError::Tool(_)))
+        .map(|p| p.server.clone())
+        .collect();
+    down.dedup();
     let problems = problems.iter().map(crate::loader::mcp_problem).collect();
     let withheld = withheld.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    (withheld, problems, clients)
+    McpLoad {
+        withheld,
+        problems,
+        down,
+        clients,
+    }
 }

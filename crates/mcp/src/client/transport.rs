@@ -1,8 +1,10 @@
 //! Opening a connection: [`McpTransport`] (a stdio child process, sandboxed or not, or
 //! Streamable HTTP), spawning the child with a cleared environment (and inside its
 //! sandbox, when one is declared), the handshake under the client's timeout, and the rmcp
-//! handler ([`Hooks`]) that forwards `list_changed` and progress, and passes logs and
-//! resource and prompt changes on to the gateway ([`super::UpstreamEvent`]).
+//! handler ([`Hooks`]) that forwards `list_changed` and progress, passes logs and
+//! resource and prompt changes on to the gateway ([`super::UpstreamEvent`]), and a
+//! wrapped server's requests back to the client of `serve`. An HTTP server's 401 or 403 at
+//! the handshake becomes [`McpClientError::Unauthorized`] with what to do.
 
 // Logging is deprecated in rmcp (2026-07-28 protocol) but 2025-11-25 servers send it.
 #![allow(deprecated)]
@@ -37,8 +39,9 @@ use crate::stdio::{ChildState, LineGuard, codec_max_line, pump_stderr, resolve_c
 /// How long a child may take to exit after it was told to.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
-/// How to reach an MCP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to reach an MCP server. Its `Debug` hides the values of HTTP headers (they carry
+/// credentials such as the bearer token) and of the child's environment.
+#[derive(Clone, PartialEq, Eq)]
 pub enum McpTransport {
     /// Start a child process and talk JSON-RPC over its stdin/stdout.
     Stdio {
@@ -69,6 +72,42 @@ pub enum McpTransport {
         /// Extra headers sent with every request (`Authorization: Bearer ...` included).
         headers: Option<Vec<(String, String)>>,
     },
+}
+
+impl std::fmt::Debug for McpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |pairs: &[(String, String)]| -> Vec<String> {
+            pairs
+                .iter()
+                .map(|(k, _)| format!("{k}=[redacted]"))
+                .collect()
+        };
+        match self {
+            McpTransport::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &names(env))
+                .finish(),
+            McpTransport::SandboxedStdio {
+                command,
+                args,
+                env,
+                sandbox,
+            } => f
+                .debug_struct("SandboxedStdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &names(env))
+                .field("sandbox", sandbox)
+                .finish(),
+            McpTransport::StreamableHttp { url, headers } => f
+                .debug_struct("StreamableHttp")
+                .field("url", url)
+                .field("headers", &headers.as_deref().map(names))
+                .finish(),
+        }
+    }
 }
 
 impl McpTransport {
@@ -208,6 +247,91 @@ impl rmcp::ClientHandler for Hooks {
     }
 }
 
+/// The HTTP status (401 or 403) and `WWW-Authenticate` challenge (when sent) of a
+/// handshake the server refused for want of authorization; `None` for other failures.
+fn http_auth_failure(e: &rmcp::service::ClientInitializeError) -> Option<(u16, Option<String>)> {
+    use rmcp::service::ClientInitializeError as E;
+    use rmcp::transport::streamable_http_client::{
+        AuthRequiredError, InsufficientScopeError, StreamableHttpError,
+    };
+    let error = match e {
+        E::TransportError { error, .. } => error,
+        E::LegacyFallbackFailed { fallback, .. } => return http_auth_failure(fallback),
+        _ => return None,
+    };
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(current) = next {
+        if let Some(a) = current.downcast_ref::<AuthRequiredError>() {
+            return Some((401, Some(a.www_authenticate_header.clone())));
+        }
+        if let Some(a) = current.downcast_ref::<InsufficientScopeError>() {
+            return Some((403, Some(a.www_authenticate_header.clone())));
+        }
+        // A 401/403 without a challenge: rmcp keeps only "HTTP <status>: <body>".
+        if let Some(StreamableHttpError::UnexpectedServerResponse(text)) =
+            current.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            for status in [401u16, 403] {
+                if text.starts_with(&format!("HTTP {status} ")) {
+                    return Some((status, None));
+                }
+            }
+        }
+        next = current.source();
+    }
+    None
+}
+
+/// The longest part of a server's `WWW-Authenticate` value shown in an error.
+const MAX_CHALLENGE_SHOWN: usize = 200;
+
+/// What to do about a 401/403 from `server`: the config keys to set, or that the server
+/// wants OAuth (its challenge names `resource_metadata`, as MCP authorization servers
+/// do), with the challenge itself escaped and shortened.
+fn unauthorized_hint(
+    server: &str,
+    status: u16,
+    challenge: Option<&str>,
+    sent_token: bool,
+) -> String {
+    let oauth = challenge.is_some_and(|c| c.to_ascii_lowercase().contains("resource_metadata"));
+    let mut hint = if oauth {
+        format!(
+            "the server asks for OAuth 2.1 authorization, which toolhost does not perform \
+             yet; if the server also accepts a static token, set `bearer_token_env = \
+             \"VAR\"` (or `bearer_token_file`) in [mcp.servers.{server}]"
+        )
+    } else if status == 403 {
+        format!(
+            "the credential was accepted but is not allowed to do this (scope or role); use \
+             a token with more rights in [mcp.servers.{server}]"
+        )
+    } else if sent_token {
+        format!(
+            "the bearer token was refused; check the token of `bearer_token_env`, \
+             `bearer_token_file` or the `Authorization` header in [mcp.servers.{server}]"
+        )
+    } else {
+        format!(
+            "the server requires authentication; set `bearer_token_env = \"VAR\"` (the \
+             variable holding the token) or `bearer_token_file = \"PATH\"` in \
+             [mcp.servers.{server}], or send the credential with `headers`"
+        )
+    };
+    if let Some(c) = challenge {
+        let mut shown: String = c
+            .chars()
+            .take(MAX_CHALLENGE_SHOWN)
+            .flat_map(char::escape_default)
+            .collect();
+        if c.chars().count() > MAX_CHALLENGE_SHOWN {
+            shown.push_str("...");
+        }
+        hint.push_str(&format!(" (WWW-Authenticate: \"{shown}\")"));
+    }
+    hint
+}
+
 /// Kills a child process and waits (a little) for it to go.
 pub(super) async fn kill_child(child: &tokio::sync::Mutex<tokio::process::Child>) {
     let mut child = child.lock().await;
@@ -278,13 +402,27 @@ impl McpClient {
                 }
                 let mut cfg =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
-                if let Some(token) = auth {
+                if let Some(token) = auth.clone() {
                     cfg = cfg.auth_header(token);
                 }
+                let sent_token = auth.is_some();
                 let transport = StreamableHttpClientTransport::from_config(cfg);
                 let service = match tokio::time::timeout(timeout, hooks.serve(transport)).await {
                     Ok(Ok(s)) => s,
                     Ok(Err(e)) => {
+                        if let Some((status, challenge)) = http_auth_failure(&e) {
+                            let hint = unauthorized_hint(
+                                &server,
+                                status,
+                                challenge.as_deref(),
+                                sent_token,
+                            );
+                            return Err(McpClientError::Unauthorized {
+                                server,
+                                status,
+                                hint,
+                            });
+                        }
                         return Err(McpClientError::Handshake {
                             server,
                             message: format!("{e} (url {url})"),

@@ -2,7 +2,9 @@
 //! timeout, connection cap, `TCP_NODELAY`), the session manager with a cap and idle
 //! expiry ([`CappedSessionManager`]), the guard in front of rmcp's service (HTTP 400 /
 //! -32700 for a body that is not JSON, 503 when every session slot is taken), and Host /
-//! Origin validation for loopback. Limits and their defaults: [`HttpLimits`], docs/mcp.md.
+//! Origin validation (loopback names, plus the operator's `--allowed-host` names), and,
+//! when tokens are configured, bearer authentication in front of everything
+//! ([`super::auth`]). Limits and their defaults: [`HttpLimits`], docs/mcp.md.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::auth::BearerTokens;
 use crate::error::McpServeError;
 
 impl McpServer {
@@ -32,26 +35,33 @@ impl McpServer {
         stop: CancellationToken,
         limits: &HttpLimits,
     ) -> StreamableHttpService<McpServer, CappedSessionManager> {
-        self.http_service_on(port, stop, Arc::new(CappedSessionManager::new(limits)))
+        self.http_service_on(port, &[], stop, Arc::new(CappedSessionManager::new(limits)))
     }
 
     fn http_service_on(
         &self,
         port: u16,
+        extra_hosts: &[String],
         stop: CancellationToken,
         manager: Arc<CappedSessionManager>,
     ) -> StreamableHttpService<McpServer, CappedSessionManager> {
         let this = self.clone();
-        let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(loopback_hosts(port))
+        let mut config = StreamableHttpServerConfig::default()
             .with_allowed_origins(loopback_origins())
             .with_cancellation_token(stop)
             .with_max_request_body_bytes(MAX_BODY_BYTES);
+        config = if extra_hosts.iter().any(|h| h == ANY_HOST) {
+            config.disable_allowed_hosts()
+        } else {
+            let mut hosts = loopback_hosts(port);
+            hosts.extend(extra_hosts.iter().cloned());
+            config.with_allowed_hosts(hosts)
+        };
         StreamableHttpService::new(move || Ok(this.for_session()), manager, config)
     }
 
     /// Listens on `addr` and serves `/mcp` until `stop` is cancelled, with the default
-    /// [`HttpLimits`]. See [`McpServer::serve_http_with`].
+    /// [`HttpLimits`] and no authentication. See [`McpServer::serve_http_opts`].
     pub async fn serve_http(
         self,
         addr: SocketAddr,
@@ -63,13 +73,8 @@ impl McpServer {
             .await
     }
 
-    /// Listens on `addr` and serves `/mcp` until `stop` is cancelled, within `limits`.
-    /// Refuses a non-loopback address unless `allow_remote`. Returns the bound address
-    /// through `on_bound` (useful with port 0).
-    ///
-    /// The accept loop is hyper's HTTP/1 server driven directly rather than `axum::serve`,
-    /// which has no header-read timeout (a client could hold a connection open forever by
-    /// sending half a request) and no connection cap.
+    /// Listens on `addr` and serves `/mcp` until `stop` is cancelled, within `limits`,
+    /// with no authentication (so only on loopback). See [`McpServer::serve_http_opts`].
     pub async fn serve_http_with(
         self,
         addr: SocketAddr,
@@ -78,9 +83,42 @@ impl McpServer {
         stop: CancellationToken,
         on_bound: impl FnOnce(SocketAddr),
     ) -> Result<(), McpServeError> {
-        if !addr.ip().is_loopback() && !allow_remote {
-            return Err(McpServeError::NotLoopback(addr.to_string()));
+        let options = HttpServeOptions {
+            allow_remote,
+            limits,
+            ..HttpServeOptions::default()
+        };
+        self.serve_http_opts(addr, options, stop, on_bound).await
+    }
+
+    /// Listens on `addr` and serves `/mcp` until `stop` is cancelled, as `options` say.
+    /// Refuses a non-loopback address unless `allow_remote` and at least one bearer token
+    /// is configured, and `*` in `allowed_hosts` without a token. Returns the bound
+    /// address through `on_bound` (useful with port 0).
+    ///
+    /// The accept loop is hyper's HTTP/1 server driven directly rather than `axum::serve`,
+    /// which has no header-read timeout (a client could hold a connection open forever by
+    /// sending half a request) and no connection cap.
+    pub async fn serve_http_opts(
+        self,
+        addr: SocketAddr,
+        options: HttpServeOptions,
+        stop: CancellationToken,
+        on_bound: impl FnOnce(SocketAddr),
+    ) -> Result<(), McpServeError> {
+        let auth = options.auth.filter(|t| !t.is_empty());
+        if !addr.ip().is_loopback() {
+            if !options.allow_remote {
+                return Err(McpServeError::NotLoopback(addr.to_string()));
+            }
+            if auth.is_none() {
+                return Err(McpServeError::RemoteWithoutAuth(addr.to_string()));
+            }
         }
+        if auth.is_none() && options.allowed_hosts.iter().any(|h| h == ANY_HOST) {
+            return Err(McpServeError::AnyHostWithoutAuth);
+        }
+        let limits = options.limits;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| McpServeError::Bind {
@@ -88,19 +126,58 @@ impl McpServer {
                 source,
             })?;
         let bound = listener.local_addr()?;
+        // A client that reaches a specific address names it in `Host`; an unspecified
+        // address (0.0.0.0, ::) has no such name, so the operator lists them.
+        let mut hosts = options.allowed_hosts;
+        let ip = bound.ip();
+        if !ip.is_loopback() && !ip.is_unspecified() {
+            hosts.push(match ip {
+                std::net::IpAddr::V4(v4) => v4.to_string(),
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            });
+        }
         let manager = Arc::new(CappedSessionManager::new(&limits));
-        let service = self.http_service_on(bound.port(), stop.child_token(), manager.clone());
+        let service =
+            self.http_service_on(bound.port(), &hosts, stop.child_token(), manager.clone());
         let guard = HttpGuard {
             manager,
             max_sessions: limits.max_sessions,
         };
-        let router = axum::Router::new()
+        let mut router = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(guard, http_guard));
+        // Outermost: nothing else (body parsing, session lookup, Host checks) runs for a
+        // request without a valid token.
+        if let Some(tokens) = auth {
+            router = router.layer(axum::middleware::from_fn_with_state(
+                Arc::new(tokens),
+                super::auth::require_bearer,
+            ));
+        }
         on_bound(bound);
         serve_connections(listener, router, &limits, stop).await;
         Ok(())
     }
+}
+
+/// The `allowed_hosts` entry that accepts any `Host` (only with a bearer token).
+pub const ANY_HOST: &str = "*";
+
+/// How [`McpServer::serve_http_opts`] serves. The default: loopback only, default
+/// limits, no authentication, loopback `Host` names only.
+#[derive(Debug, Clone, Default)]
+pub struct HttpServeOptions {
+    /// Allow a non-loopback address; requires `auth` with at least one token.
+    pub allow_remote: bool,
+    /// The resource bounds.
+    pub limits: HttpLimits,
+    /// The bearer tokens every request must carry one of (`Authorization: Bearer ...`);
+    /// `None` or empty: no authentication (loopback only).
+    pub auth: Option<BearerTokens>,
+    /// `Host` names (`name` or `name:port`) accepted besides the loopback names and the
+    /// bound address; [`ANY_HOST`] accepts any (only with `auth`). A present `Origin` must
+    /// still be a loopback origin.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Resource bounds of the Streamable HTTP server. Every field has a flag in
@@ -350,7 +427,11 @@ struct HttpGuard {
 }
 
 /// A JSON-RPC error response (`id: null`) with an HTTP status.
-fn jsonrpc_error(status: http::StatusCode, code: i64, message: String) -> axum::response::Response {
+pub(super) fn jsonrpc_error(
+    status: http::StatusCode,
+    code: i64,
+    message: String,
+) -> axum::response::Response {
     let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
     let mut resp = axum::response::Response::new(axum::body::Body::from(body.to_string()));
     *resp.status_mut() = status;

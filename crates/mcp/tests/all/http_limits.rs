@@ -15,7 +15,7 @@ use toolhost_core::tools::{DynamicTool, ToolOutput, ToolRegistry};
 use toolhost_mcp::server::HttpLimits;
 use toolhost_mcp::{McpClient, McpServer, McpTransport};
 
-fn registry() -> ToolRegistry {
+pub(crate) fn registry() -> ToolRegistry {
     let r = ToolRegistry::new();
     r.register(
         DynamicTool::builder("add")

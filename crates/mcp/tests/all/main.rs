@@ -13,6 +13,7 @@ mod client_peers;
 mod content_everything;
 mod content_hostile;
 mod gateway;
+mod http_auth;
 mod http_limits;
 mod keepalive;
 mod sandbox;
