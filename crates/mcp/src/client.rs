@@ -60,6 +60,8 @@ struct Config {
     timeout: Duration,
     limits: StdioLimits,
     rules: McpToolRules,
+    /// Where OAuth credentials of HTTP servers are looked up (`None`: OAuth is off).
+    oauth: Option<crate::oauth::OAuthStore>,
 }
 
 #[derive(Default)]
@@ -130,6 +132,7 @@ impl McpClient {
                 timeout: DEFAULT_MCP_TIMEOUT,
                 limits: StdioLimits::default(),
                 rules: McpToolRules::default(),
+                oauth: None,
             }),
             shared: Arc::new(Shared {
                 slot: tokio::sync::Mutex::new(Slot::default()),
@@ -162,6 +165,16 @@ impl McpClient {
     /// needs an approval.
     pub fn with_tool_rules(mut self, rules: McpToolRules) -> Self {
         Arc::make_mut(&mut self.cfg).rules = rules;
+        self
+    }
+
+    /// Looks up OAuth credentials (from `toolhost mcp login`) in `store`: when a Streamable
+    /// HTTP server without a configured `Authorization` header has some, they are sent
+    /// (and the access token refreshed when it is about to expire). Without a store, or
+    /// with no credentials there, a server's OAuth challenge becomes
+    /// [`McpClientError::Unauthorized`] naming `toolhost mcp login SERVER`.
+    pub fn with_oauth_store(mut self, store: Option<crate::oauth::OAuthStore>) -> Self {
+        Arc::make_mut(&mut self.cfg).oauth = store;
         self
     }
 

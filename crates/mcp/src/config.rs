@@ -363,7 +363,8 @@ pub async fn connect_all_filtered(
         };
         let client = McpClient::new(name.clone(), transport)
             .with_timeout_duration(server.timeout())
-            .with_tool_rules(server.tool_rules(config.default_risk));
+            .with_tool_rules(server.tool_rules(config.default_risk))
+            .with_oauth_store(crate::oauth::OAuthStore::default_location().ok());
         set.spawn(async move {
             let r = client.connect().await;
             (client, r)

@@ -6,6 +6,7 @@
 //!   server over stdio or Streamable HTTP.
 //! - [`gateway`] gathers what the wrapped servers offer besides tools (resources,
 //!   prompts, completions, logs) for the server to pass on.
+//! - [`oauth`] logs in to HTTP servers that want OAuth 2.1 and stores their credentials.
 //! - [`sandbox`] confines a stdio server that declares `sandbox = { ... }` (Linux: Landlock
 //!   and seccomp; see docs/permissions.md, "Sandboxed MCP servers").
 //!
@@ -20,6 +21,7 @@ pub mod downstream;
 mod error;
 pub mod gateway;
 pub mod info;
+pub mod oauth;
 pub mod rating;
 pub mod sandbox;
 pub mod server;
@@ -34,6 +36,7 @@ pub use error::{
     McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
 };
 pub use gateway::{Gateway, GatewayError, GatewayEvent};
+pub use oauth::{LoginOptions, OAuthError, OAuthStore};
 pub use info::{McpToolAnnotations, McpToolInfo};
 pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};
 pub use sandbox::{McpSandbox, McpSandboxError};

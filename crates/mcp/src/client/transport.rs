@@ -4,7 +4,8 @@
 //! handler ([`Hooks`]) that forwards `list_changed` and progress, passes logs and
 //! resource and prompt changes on to the gateway ([`super::UpstreamEvent`]), and a
 //! wrapped server's requests back to the client of `serve`. An HTTP server's 401 or 403 at
-//! the handshake becomes [`McpClientError::Unauthorized`] with what to do.
+//! the handshake becomes [`McpClientError::Unauthorized`] with what to do; a server
+//! with a stored OAuth login (crate::oauth) gets its access token, refreshed as needed.
 
 // Logging is deprecated in rmcp (2026-07-28 protocol) but 2025-11-25 servers send it.
 #![allow(deprecated)]
@@ -292,14 +293,20 @@ fn unauthorized_hint(
     server: &str,
     status: u16,
     challenge: Option<&str>,
-    sent_token: bool,
+    how: Credential,
 ) -> String {
+    let sent_token = how == Credential::Bearer;
     let oauth = challenge.is_some_and(|c| c.to_ascii_lowercase().contains("resource_metadata"));
-    let mut hint = if oauth {
+    let mut hint = if how == Credential::OAuth && status == 401 {
         format!(
-            "the server asks for OAuth 2.1 authorization, which toolhost does not perform \
-             yet; if the server also accepts a static token, set `bearer_token_env = \
-             \"VAR\"` (or `bearer_token_file`) in [mcp.servers.{server}]"
+            "the stored OAuth login was refused or has expired and could not be refreshed; \
+             run `toolhost mcp login {server}` again"
+        )
+    } else if oauth && status == 401 && !sent_token {
+        format!(
+            "the server asks for OAuth 2.1 authorization and no login is stored for it; run \
+             `toolhost mcp login {server}` (or, if the server also accepts a static token, \
+             set `bearer_token_env = \"VAR\"` or `bearer_token_file` in [mcp.servers.{server}])"
         )
     } else if status == 403 {
         format!(
@@ -330,6 +337,16 @@ fn unauthorized_hint(
         hint.push_str(&format!(" (WWW-Authenticate: \"{shown}\")"));
     }
     hint
+}
+
+/// Which credential the handshake sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Credential {
+    None,
+    /// A configured `Authorization` header (`bearer_token_env`, `bearer_token_file`, ...).
+    Bearer,
+    /// The access token of a stored OAuth login.
+    OAuth,
 }
 
 /// Kills a child process and waits (a little) for it to go.
@@ -406,17 +423,40 @@ impl McpClient {
                     cfg = cfg.auth_header(token);
                 }
                 let sent_token = auth.is_some();
-                let transport = StreamableHttpClientTransport::from_config(cfg);
-                let service = match tokio::time::timeout(timeout, hooks.serve(transport)).await {
+                // OAuth credentials from `toolhost mcp login`, unless the operator set an
+                // `Authorization` header (theirs wins).
+                let oauth_client = match (&self.cfg.oauth, sent_token) {
+                    (Some(store), false) => crate::oauth::auth_client(&server, url, store)
+                        .await
+                        .map_err(|e| McpClientError::Config {
+                            server: server.clone(),
+                            message: e.to_string(),
+                        })?,
+                    _ => None,
+                };
+                let how = if oauth_client.is_some() {
+                    Credential::OAuth
+                } else if sent_token {
+                    Credential::Bearer
+                } else {
+                    Credential::None
+                };
+                let served = match oauth_client {
+                    Some(client) => {
+                        let transport = StreamableHttpClientTransport::with_client(client, cfg);
+                        tokio::time::timeout(timeout, hooks.serve(transport)).await
+                    }
+                    None => {
+                        let transport = StreamableHttpClientTransport::from_config(cfg);
+                        tokio::time::timeout(timeout, hooks.serve(transport)).await
+                    }
+                };
+                let service = match served {
                     Ok(Ok(s)) => s,
                     Ok(Err(e)) => {
                         if let Some((status, challenge)) = http_auth_failure(&e) {
-                            let hint = unauthorized_hint(
-                                &server,
-                                status,
-                                challenge.as_deref(),
-                                sent_token,
-                            );
+                            let hint =
+                                unauthorized_hint(&server, status, challenge.as_deref(), how);
                             return Err(McpClientError::Unauthorized {
                                 server,
                                 status,
