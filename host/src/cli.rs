@@ -16,6 +16,7 @@ pub mod inspect;
 pub mod install;
 pub mod list;
 pub mod lock;
+pub mod mcp;
 pub mod mcp_trust;
 pub mod new;
 pub mod progress;
@@ -75,6 +76,8 @@ enum Command {
     Lock(lock::LockArgs),
     /// Push a component (with its request file and signature) to an OCI registry.
     Publish(publish::PublishArgs),
+    /// Log in to (or out of) an MCP server that asks for OAuth: `mcp login NAME`.
+    Mcp(mcp::McpArgs),
     /// List, add or revoke the remembered "allow always" decisions of destructive tools.
     Approvals(approvals::ApprovalsArgs),
 }
@@ -105,6 +108,7 @@ impl Cli {
             Command::Lock(a) => lock::run(a).await,
             Command::Publish(a) => publish::run(a).await,
             Command::Approvals(a) => approvals::run(a).await,
+            Command::Mcp(a) => mcp::run(a).await,
         }
     }
 }

@@ -25,7 +25,9 @@ pub async fn approve(
         .transport()
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("mcp server {server}"))?;
-    let client = McpClient::new(server, transport).with_timeout_duration(cfg.timeout());
+    let client = McpClient::new(server, transport)
+        .with_timeout_duration(cfg.timeout())
+        .with_oauth_store(toolhost::mcp::oauth::OAuthStore::default_location().ok());
     client
         .connect()
         .await
