@@ -71,6 +71,46 @@ const MUST_RUN: &[&str] = &[
     "dns-rebinding-protection",
 ];
 
+/// The client's OAuth scenarios (`auth/*`) that toolhost passes: `toolhost mcp login
+/// --headless` then `toolhost list` (`fixtures/conformance_client.sh`).
+const CLIENT_AUTH_PASSING: &[&str] = &[
+    "metadata-default",
+    "metadata-var1",
+    "metadata-var2",
+    "metadata-var3",
+    "scope-from-www-authenticate",
+    "scope-from-scopes-supported",
+    "scope-omitted-when-undefined",
+    "scope-retry-limit",
+    "token-endpoint-auth-basic",
+    "token-endpoint-auth-post",
+    "token-endpoint-auth-none",
+    "2025-03-26-oauth-endpoint-fallback",
+    "resource-mismatch",
+    "offline-access-scope",
+    "offline-access-not-supported",
+];
+
+/// The client's OAuth scenarios that fail today, with the reason (also in docs/mcp.md).
+const CLIENT_AUTH_EXPECTED_FAILURES: &[(&str, &str)] = &[
+    (
+        "basic-cimd",
+        "no Client ID Metadata Document: toolhost registers dynamically (a warning)",
+    ),
+    (
+        "scope-step-up",
+        "no re-authorization for a 403 insufficient_scope during a session",
+    ),
+    (
+        "pre-registration",
+        "no configured (pre-registered) client_id/client_secret",
+    ),
+    (
+        "2025-03-26-oauth-metadata-backcompat",
+        "the root authorization-server metadata names another issuer (`/oauth`); rmcp refuses the mismatch (RFC 8414, section 3.3)",
+    ),
+];
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
@@ -237,6 +277,47 @@ fn toolhost_as_a_client_passes_the_client_scenarios() {
             run.status.success() && got.get(scenario).is_some_and(Vec::is_empty),
             "client scenario {scenario}: {:?}\n{}",
             got.get(scenario),
+            show(&run)
+        );
+    }
+}
+
+#[test]
+fn toolhost_as_a_client_logs_in_with_oauth() {
+    let Some(suite) = peers::suite() else { return };
+    let dir = temp_dir("conformance-client-auth");
+    let command = fixtures().join("conformance_client.sh");
+    let run = |scenario: &str| {
+        // One folder per scenario: the suite writes `auth/NAME-TIMESTAMP` into it.
+        let out = dir.join(scenario);
+        let run = Command::new(suite.node())
+            .arg(suite.conformance())
+            .args(["client", "--command"])
+            .arg(&command)
+            .arg("--scenario")
+            .arg(format!("auth/{scenario}"))
+            .arg("-o")
+            .arg(&out)
+            .env("TOOLHOST_BIN", env!("CARGO_BIN_EXE_toolhost"))
+            .output()
+            .unwrap();
+        let got = outcomes(&out.join("auth"), "");
+        (run, got.get(scenario).cloned())
+    };
+    for scenario in CLIENT_AUTH_PASSING {
+        let (run, got) = run(scenario);
+        assert!(
+            run.status.success() && got.as_ref().is_some_and(Vec::is_empty),
+            "client scenario auth/{scenario}: {got:?}\n{}",
+            show(&run)
+        );
+    }
+    for (scenario, why) in CLIENT_AUTH_EXPECTED_FAILURES {
+        let (run, got) = run(scenario);
+        assert!(
+            got.as_ref().is_some_and(|bad| !bad.is_empty()),
+            "client scenario auth/{scenario} is listed as failing ({why}) but passed or did \
+             not run: {got:?}\n{}",
             show(&run)
         );
     }

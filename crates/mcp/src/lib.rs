@@ -36,8 +36,8 @@ pub use error::{
     McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
 };
 pub use gateway::{Gateway, GatewayError, GatewayEvent};
-pub use oauth::{LoginOptions, OAuthError, OAuthStore};
 pub use info::{McpToolAnnotations, McpToolInfo};
+pub use oauth::{LoginOptions, OAuthError, OAuthStore};
 pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};
 pub use sandbox::{McpSandbox, McpSandboxError};
 pub use server::McpServer;

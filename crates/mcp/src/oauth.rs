@@ -42,9 +42,7 @@ pub enum OAuthError {
     )]
     BadServerName(String),
     /// No data directory is known on this platform (set `XDG_DATA_HOME` or `HOME`).
-    #[error(
-        "no data directory for OAuth credentials on this platform; set XDG_DATA_HOME or HOME"
-    )]
+    #[error("no data directory for OAuth credentials on this platform; set XDG_DATA_HOME or HOME")]
     NoDataDir,
     /// Reading, writing or removing a credential file failed.
     #[error("OAuth credentials {path}: {source}")]
@@ -205,7 +203,7 @@ impl FileCredentialStore {
             &mut std::io::Read::take(file, MAX_CREDENTIAL_FILE + 1),
             &mut text,
         )
-            .map_err(io)?;
+        .map_err(io)?;
         let bad = |message: String| OAuthError::BadFile {
             server: self.server.clone(),
             path: self.path.clone(),
@@ -230,7 +228,9 @@ impl FileCredentialStore {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         create_private_dir(dir).map_err(io)?;
         let json = serde_json::to_vec_pretty(creds).map_err(|e| io(std::io::Error::other(e)))?;
-        let tmp = self.path.with_extension(format!("json.{}.tmp", std::process::id()));
+        let tmp = self
+            .path
+            .with_extension(format!("json.{}.tmp", std::process::id()));
         let result = (|| {
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create_new(true);
@@ -385,7 +385,13 @@ pub async fn login(
                 .find(|(k, _)| k == "state")
                 .map(|(_, v)| v.into_owned())
         })
-        .ok_or_else(|| flow(server, "authorization", "the authorization URL has no state"))?;
+        .ok_or_else(|| {
+            flow(
+                server,
+                "authorization",
+                "the authorization URL has no state",
+            )
+        })?;
     show_url(&auth_url);
 
     let headless = options.headless.then(|| {
@@ -472,8 +478,12 @@ async fn wait_for_callback(
         };
         if param("state").as_deref() != Some(state) {
             tracing::warn!(server, "OAuth callback with a wrong state ignored");
-            respond(&mut conn, 400, "This callback does not belong to the login in progress.")
-                .await;
+            respond(
+                &mut conn,
+                400,
+                "This callback does not belong to the login in progress.",
+            )
+            .await;
             continue;
         }
         if let Some(error) = param("error") {
@@ -566,26 +576,5 @@ pub(crate) async fn auth_client(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn server_names_cannot_escape_the_store() {
-        let store = OAuthStore::new("/tmp/x");
-        for bad in ["", "../a", "a/b", ".hidden", "a\\b", "a b", "a\0"] {
-            assert!(store.path(bad).is_err(), "{bad:?}");
-        }
-        assert_eq!(
-            store.path("my-server_1.x").ok(),
-            Some(PathBuf::from("/tmp/x/my-server_1.x.json"))
-        );
-    }
-
-    #[test]
-    fn shown_escapes_and_bounds() {
-        let s = shown(&format!("a\u{1b}[31m{}", "x".repeat(1000)));
-        assert!(!s.contains('\u{1b}'));
-        assert!(s.ends_with("..."));
-        assert!(s.len() < 400);
-    }
-}
+#[path = "oauth_tests.rs"]
+mod tests;

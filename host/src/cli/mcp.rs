@@ -94,7 +94,10 @@ async fn run_login(args: LoginArgs) -> anyhow::Result<ExitCode> {
             open_browser(auth_url);
         }
         if !args.headless {
-            eprintln!("Waiting for the authorization (up to {} s)...", args.timeout);
+            eprintln!(
+                "Waiting for the authorization (up to {} s)...",
+                args.timeout
+            );
         }
     })
     .await?;

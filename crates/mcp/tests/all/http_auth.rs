@@ -345,6 +345,7 @@ async fn an_oauth_challenge_is_named_and_shown_escaped_and_bounded() {
         "{text}"
     );
     assert!(text.contains("OAuth"), "{text}");
+    assert!(text.contains("toolhost mcp login oauthy"), "{text}");
     assert!(
         !text.contains('\t'),
         "a raw tab reached the message: {text}"
@@ -363,6 +364,42 @@ async fn an_oauth_challenge_is_named_and_shown_escaped_and_bounded() {
         "{err}"
     );
     assert!(err.to_string().contains("bearer_token_env"), "{err}");
+    // The good call afterwards: a real server with the token.
+    let (addr, stop) = start("127.0.0.1:0", with_token()).await;
+    good_call(addr).await;
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_broken_oauth_credential_file_is_reported_and_a_good_call_still_works() {
+    // Hostile: the stored credentials of the server are garbage with terminal escapes.
+    let dir = std::env::temp_dir().join(format!("toolhost-oauth-broken-{}", std::process::id()));
+    let store = toolhost_mcp::OAuthStore::new(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(store.path("oauthy").unwrap(), "\u{1b}[2J{not json").unwrap();
+    let addr = hostile_oauth_server(true).await;
+    let err = McpClient::new("oauthy", McpTransport::http(format!("http://{addr}/mcp")))
+        .with_timeout(10)
+        .with_oauth_store(Some(store.clone()))
+        .connect()
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("toolhost mcp logout oauthy"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+    // Without stored credentials the OAuth challenge asks for a login.
+    assert!(store.remove("oauthy").unwrap());
+    let err = McpClient::new("oauthy", McpTransport::http(format!("http://{addr}/mcp")))
+        .with_timeout(10)
+        .with_oauth_store(Some(store))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("toolhost mcp login oauthy"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     // The good call afterwards: a real server with the token.
     let (addr, stop) = start("127.0.0.1:0", with_token()).await;
     good_call(addr).await;
