@@ -228,9 +228,12 @@ impl FileCredentialStore {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         create_private_dir(dir).map_err(io)?;
         let json = serde_json::to_vec_pretty(creds).map_err(|e| io(std::io::Error::other(e)))?;
+        // Unique per process and write, so two saves never share a temporary file.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = self
             .path
-            .with_extension(format!("json.{}.tmp", std::process::id()));
+            .with_extension(format!("json.{}.{n}.tmp", std::process::id()));
         let result = (|| {
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create_new(true);
