@@ -24,25 +24,9 @@ use toolhost_testkit::peers::{self, Suite};
 use toolhost_testkit::serve::ServeHttp;
 use toolhost_testkit::{show, temp_dir};
 
-/// Server scenarios that fail through the gateway today, with the reason.
-const EXPECTED_FAILURES: &[(&str, &str)] = &[
-    (
-        "tools-call-image",
-        "tool results are flattened to text (content pass-through)",
-    ),
-    (
-        "tools-call-audio",
-        "tool results are flattened to text (content pass-through)",
-    ),
-    (
-        "tools-call-embedded-resource",
-        "tool results are flattened to text (content pass-through)",
-    ),
-    (
-        "tools-call-mixed-content",
-        "tool results are flattened to text (content pass-through)",
-    ),
-];
+/// Server scenarios that fail through the gateway today, with the reason (none: every
+/// scenario of the pinned suite passes).
+const EXPECTED_FAILURES: &[(&str, &str)] = &[];
 
 /// Server scenarios the gateway run must at least include (the suite is pinned; a run
 /// that silently ran nothing must not pass).
