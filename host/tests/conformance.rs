@@ -14,6 +14,9 @@
 //! `EXPECTED_FAILURES` (and in docs/mcp.md); a listed one that starts to pass fails the test
 //! too, so the list stays true.
 
+// Test code: unwrap on set-up failures is the clearest report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

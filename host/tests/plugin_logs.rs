@@ -4,6 +4,9 @@
 //! a real hostile component (`tests/fixtures/hostile_fs`, tool `log_flood`: forged,
 //! oversized lines with terminal escapes, in a loop), followed by a good call.
 
+// Test code: unwrap on set-up failures is the clearest report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::process::{Command, Stdio};
 use std::time::Instant;
 

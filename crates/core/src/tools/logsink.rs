@@ -23,9 +23,12 @@ pub enum ToolLogLevel {
     Error,
 }
 
-/// The function that takes a call's log lines: `(level, logger, message)`. Cheap to clone.
+/// The function that takes a call's log lines: `(level, logger, message)`.
+pub type LogFn = dyn Fn(ToolLogLevel, &str, &str) + Send + Sync;
+
+/// Where a call's log lines go. Cheap to clone.
 #[derive(Clone)]
-pub struct ToolLogSink(pub Arc<dyn Fn(ToolLogLevel, &str, &str) + Send + Sync>);
+pub struct ToolLogSink(pub Arc<LogFn>);
 
 impl std::fmt::Debug for ToolLogSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
