@@ -23,6 +23,7 @@ pub mod error;
 pub mod escape;
 pub mod events;
 pub mod hooks;
+pub mod logsink;
 pub mod permission;
 pub mod redact;
 pub mod registry;
@@ -43,6 +44,7 @@ pub use hooks::{
     DenyHosts, DenyPaths, HookCall, HookConfigError, HookVerdict, PermissionHook, RateLimit,
     RateRule,
 };
+pub use logsink::{ToolLogLevel, ToolLogSink};
 pub use permission::{
     ApprovalDecision, ApprovalRequest, Approver, Capability, Permission, PermissionChecker,
     PermissionConfig, RiskLevel, ServedHints, StaticApprover,

@@ -14,6 +14,7 @@
 //! `use toolhost::tools::McpClient` works (part of the public API contract,
 //! `docs/design.md`); the rest is under `toolhost::mcp`.
 
+pub mod approver;
 pub mod client;
 pub mod config;
 pub mod content;
@@ -29,6 +30,7 @@ pub mod stdio;
 mod sync;
 pub mod tool;
 
+pub use approver::ClientApprover;
 pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 pub use config::{McpConfig, McpServerConfig};
 pub use downstream::DownstreamClient;

@@ -308,7 +308,8 @@ impl ServerHandler for McpServer {
             .with(crate::DownstreamClient::new(
                 context.peer.clone(),
                 self.session.id.clone(),
-            ));
+            ))
+            .with(self.session.gateway.log_sink());
         let mut forward = None;
         if let Some(token) = context.meta.get_progress_token() {
             let (tx, mut rx) = mpsc::unbounded_channel();
@@ -475,9 +476,7 @@ impl ServerHandler for McpServer {
         // after the `initialize` answer. Tools loading in the background may have been
         // registered before this notification arrived (a `tools/list` sent meanwhile may
         // or may not have seen them): then one list_changed goes out at once.
-        if self.gateway.is_some() {
-            self.session.gateway.forward(context.peer.clone());
-        }
+        self.session.gateway.forward(context.peer.clone());
         let peer = context.peer.clone();
         let mut rx = self.registry.watch_changes();
         let now = *rx.borrow_and_update();

@@ -1,8 +1,10 @@
 //! `toolhost:tool/host` (0.1.0 and 0.2.0, the same functions): log lines and progress,
-//! bounded and cleaned by [`crate::reports`].
+//! bounded and cleaned by [`crate::reports`]. Log lines go to `tracing` and to the
+//! caller's log sink (`ToolContext::log`).
 
 use crate::bindings::toolhost::tool::{host, types};
 use crate::sandbox::HostState;
+use toolhost_core::tools::ToolLogLevel;
 
 impl types::Host for HostState {}
 
@@ -13,6 +15,17 @@ impl host::Host for HostState {
             return;
         };
         let (plugin, tool) = (&*self.plugin, &*self.tool);
+        // The caller's sink too (an MCP client of `serve`, as `notifications/message`).
+        if let Some(ctx) = &self.ctx {
+            let lvl = match level {
+                types::LogLevel::Trace => ToolLogLevel::Trace,
+                types::LogLevel::Debug => ToolLogLevel::Debug,
+                types::LogLevel::Info => ToolLogLevel::Info,
+                types::LogLevel::Warn => ToolLogLevel::Warn,
+                types::LogLevel::Error => ToolLogLevel::Error,
+            };
+            ctx.log(lvl, &format!("{plugin}/{tool}"), &message);
+        }
         match level {
             types::LogLevel::Trace => {
                 tracing::trace!(target: "toolhost::guest", plugin, tool, "{message}")

@@ -1,6 +1,6 @@
 //! `toolhost approvals list|add|revoke`: the "allow always" decisions of destructive
 //! tools, kept in the data folder (`toolhost::approvals`). `add` approves a tool ahead of
-//! time (what `toolhost serve` needs, since it cannot ask anyone); `revoke` takes a
+//! time (what `toolhost serve` needs for clients it cannot ask); `revoke` takes a
 //! decision back, effective at the next call of every running toolhost.
 
 use std::process::ExitCode;

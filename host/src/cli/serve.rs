@@ -183,9 +183,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let registry = super::common::new_registry(&args.host, &config)?;
-    registry.set_approver(Some(Arc::new(super::approver::NobodyToAsk {
-        what: "`toolhost serve` cannot ask anyone to approve it",
-    })));
+    // A call that needs an approval is put to the MCP client's user when the client
+    // takes elicitations; otherwise it is denied with the command that approves it ahead.
+    registry.set_approver(Some(Arc::new(toolhost::mcp::ClientApprover::new(
+        Arc::new(super::approver::NobodyToAsk {
+            what: "`toolhost serve` cannot ask this MCP client to approve it (it takes no elicitations)",
+        }),
+    ))));
     // The audit trail, on by default (docs/permissions.md, "Audit trail").
     super::audit::attach_default(&registry, &args.audit, &config.audit)?;
     let loading = registry.begin_loading();

@@ -20,6 +20,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::tools::approvals::ApprovalAnswer;
+use crate::tools::base::ToolContext;
 use crate::tools::error::ToolError;
 
 /// A permission level a tool declares it needs.
@@ -406,6 +407,15 @@ pub trait Approver: Send + Sync {
     /// [`approve`](Approver::approve) (no reason; "always" covers every call of the tool).
     async fn answer(&self, request: &ApprovalRequest) -> ApprovalAnswer {
         self.approve(request).await.into()
+    }
+
+    /// The answer for a call made in `ctx`: an approver that asks whoever made the call
+    /// (e.g. the MCP client of `serve`, through a typed inbound value of the context)
+    /// overrides this. The registry calls this; the default is
+    /// [`answer`](Approver::answer).
+    async fn answer_in(&self, request: &ApprovalRequest, ctx: &ToolContext) -> ApprovalAnswer {
+        let _ = ctx;
+        self.answer(request).await
     }
 }
 

@@ -8,6 +8,9 @@
 //! - `resources/updated` goes out for the URIs this session subscribed to, under the URI it
 //!   subscribed with; `resources/list_changed` and `prompts/list_changed` go to everyone.
 //! - A session that ends gives its subscriptions back (the last one unsubscribes upstream).
+//! - The log lines of the tools the session calls (a WASM plugin's `host.log`) reach it
+//!   the same way, under the logger `plugin/tool`, through the [`ToolLogSink`] its calls
+//!   carry; at most [`PLUGIN_LOG_BACKLOG`] wait, more are dropped.
 
 #![allow(deprecated)] // logging and resources/subscribe: see crate::gateway
 
@@ -21,7 +24,8 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
+use toolhost_core::tools::{ToolLogLevel, ToolLogSink};
 
 use crate::gateway::{Gateway, GatewayEvent, level_rank};
 
@@ -39,10 +43,23 @@ struct State {
     subscriptions: HashMap<(String, String), String>,
 }
 
+/// How many plugin log lines may wait for the session's forwarding task (more are
+/// dropped).
+const PLUGIN_LOG_BACKLOG: usize = 256;
+
 /// A session's gateway state. Cloned handles share it.
 pub(super) struct GatewaySession {
     gateway: Option<Gateway>,
     state: Arc<Mutex<State>>,
+    /// Log lines of the tools this session calls (WASM plugins' `host.log`).
+    plugin_logs: mpsc::Sender<LoggingMessageNotificationParam>,
+    plugin_logs_rx: Mutex<Option<mpsc::Receiver<LoggingMessageNotificationParam>>>,
+}
+
+/// What the forwarding task passes on.
+enum Item {
+    Gateway(GatewayEvent),
+    Plugin(LoggingMessageNotificationParam),
 }
 
 impl std::fmt::Debug for GatewaySession {
@@ -53,10 +70,41 @@ impl std::fmt::Debug for GatewaySession {
 
 impl GatewaySession {
     pub(super) fn new(gateway: Option<Gateway>) -> Self {
+        let (tx, rx) = mpsc::channel(PLUGIN_LOG_BACKLOG);
         Self {
             gateway,
             state: Arc::default(),
+            plugin_logs: tx,
+            plugin_logs_rx: Mutex::new(Some(rx)),
         }
+    }
+
+    /// The sink of this session's calls: their log lines reach the client as
+    /// `notifications/message` once it set a level, at that level or above (rate-limited
+    /// with the wrapped servers' logs).
+    pub(super) fn log_sink(&self) -> ToolLogSink {
+        let state = self.state.clone();
+        let tx = self.plugin_logs.clone();
+        ToolLogSink(Arc::new(move |level, logger, message| {
+            let level = match level {
+                ToolLogLevel::Trace | ToolLogLevel::Debug => LoggingLevel::Debug,
+                ToolLogLevel::Info => LoggingLevel::Info,
+                ToolLogLevel::Warn => LoggingLevel::Warning,
+                ToolLogLevel::Error => LoggingLevel::Error,
+            };
+            let wanted = state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .level
+                .is_some_and(|l| level_rank(level) >= level_rank(l));
+            if wanted {
+                let mut p =
+                    LoggingMessageNotificationParam::new(level, Value::String(message.to_string()));
+                p.logger = Some(cut(logger, 256).to_string());
+                // A full backlog drops the line: a tool cannot grow the session's memory.
+                let _ = tx.try_send(p);
+            }
+        }))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -100,24 +148,40 @@ impl GatewaySession {
         Ok(())
     }
 
-    /// Passes the gateway's notifications to `peer` until its transport closes.
+    /// Passes the wrapped servers' notifications and the session's tool logs to `peer`
+    /// until its transport closes. Runs once per session.
     pub(super) fn forward(&self, peer: Peer<RoleServer>) {
-        let Some(gateway) = &self.gateway else {
+        let Some(mut plugin_logs) = self
+            .plugin_logs_rx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
             return;
         };
-        let mut rx = gateway.events();
+        let mut events = self.gateway.as_ref().map(Gateway::events);
         let state = self.state.clone();
         tokio::spawn(async move {
             let mut bucket = LOG_BURST;
             let mut last = Instant::now();
             let mut dropped = 0u64;
             loop {
-                let ev = tokio::select! {
-                    r = rx.recv() => match r {
-                        Ok(ev) => ev,
+                let gateway_event = async {
+                    match &mut events {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let item = tokio::select! {
+                    r = gateway_event => match r {
+                        Ok(ev) => Item::Gateway(ev),
                         Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(broadcast::error::RecvError::Closed) => break,
+                        Err(broadcast::error::RecvError::Closed) => {
+                            events = None;
+                            continue;
+                        }
                     },
+                    Some(p) = plugin_logs.recv() => Item::Plugin(p),
                     _ = tokio::time::sleep(Duration::from_secs(30)) => {
                         if peer.is_transport_closed() { break }
                         continue;
@@ -126,28 +190,37 @@ impl GatewaySession {
                 if peer.is_transport_closed() {
                     break;
                 }
-                let sent = match ev {
-                    GatewayEvent::Log { server, params } => {
+                let (log, other) = match item {
+                    Item::Plugin(p) => (Some(bounded_data(p)), None),
+                    Item::Gateway(GatewayEvent::Log { server, params }) => {
                         let level = state.lock().unwrap_or_else(|e| e.into_inner()).level;
                         let wanted =
                             level.is_some_and(|l| level_rank(params.level) >= level_rank(l));
                         if !wanted {
                             continue;
                         }
+                        (Some(bounded_log(&server, params)), None)
+                    }
+                    Item::Gateway(ev) => (None, Some(ev)),
+                };
+                let sent = match (log, other) {
+                    (Some(params), _) => {
                         let now = Instant::now();
                         bucket = (bucket + now.duration_since(last).as_secs_f64() * LOG_PER_SECOND)
                             .min(LOG_BURST);
                         last = now;
                         if bucket < 1.0 {
                             dropped += 1;
-                            tracing::trace!(server = %server, dropped, "log message over the session's rate, dropped");
+                            tracing::trace!(
+                                dropped,
+                                "log message over the session's rate, dropped"
+                            );
                             continue;
                         }
                         bucket -= 1.0;
-                        peer.notify_logging_message(bounded_log(&server, params))
-                            .await
+                        peer.notify_logging_message(params).await
                     }
-                    GatewayEvent::ResourceUpdated { server, uri } => {
+                    (None, Some(GatewayEvent::ResourceUpdated { server, uri })) => {
                         let served = state
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -164,8 +237,13 @@ impl GatewaySession {
                             None => continue,
                         }
                     }
-                    GatewayEvent::ResourcesChanged => peer.notify_resource_list_changed().await,
-                    GatewayEvent::PromptsChanged => peer.notify_prompt_list_changed().await,
+                    (None, Some(GatewayEvent::ResourcesChanged)) => {
+                        peer.notify_resource_list_changed().await
+                    }
+                    (None, Some(GatewayEvent::PromptsChanged)) => {
+                        peer.notify_prompt_list_changed().await
+                    }
+                    _ => continue,
                 };
                 if sent.is_err() {
                     break;
@@ -206,6 +284,11 @@ fn bounded_log(
         Some(l) => format!("{server}/{}", cut(l, 256)),
         None => server.to_string(),
     });
+    bounded_data(params)
+}
+
+/// The message with its data cut to [`MAX_LOG_DATA_BYTES`] of JSON and no `_meta`.
+fn bounded_data(mut params: LoggingMessageNotificationParam) -> LoggingMessageNotificationParam {
     let json = params.data.to_string();
     if json.len() > MAX_LOG_DATA_BYTES {
         params.data = Value::String(format!(

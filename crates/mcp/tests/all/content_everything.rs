@@ -2,7 +2,8 @@
 //! links, embedded resources, annotated text) and its structured-content tool, called
 //! directly with a plain rmcp client and through toolhost (McpClient → ToolRegistry →
 //! McpServer over an in-process duplex pipe → rmcp client): the blocks must be the same
-//! JSON, and `title`/`outputSchema` must pass through `tools/list`.
+//! JSON, and `title`/`outputSchema` must pass through `tools/list`; its resources,
+//! templates and prompts must pass through the gateway unchanged.
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
@@ -31,10 +32,15 @@ async fn through_toolhost(script: &std::path::Path) -> (RunningService<RoleClien
     let registry = ToolRegistry::new();
     let reg = upstream.register_into(&registry).await.unwrap();
     assert!(reg.problems.is_empty(), "{:?}", reg.problems);
+    let gateway = toolhost_mcp::Gateway::new();
+    gateway.add(upstream.clone()).await;
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
     let (sr, sw) = tokio::io::split(server_io);
     tokio::spawn(async move {
-        let _ = McpServer::new(registry).serve_io(sr, sw).await;
+        let _ = McpServer::new(registry)
+            .with_gateway(gateway)
+            .serve_io(sr, sw)
+            .await;
     });
     let (cr, cw) = tokio::io::split(client_io);
     (().serve((cr, cw)).await.unwrap(), upstream)
@@ -130,6 +136,40 @@ async fn non_text_blocks_and_structured_content_pass_through_toolhost_unchanged(
         find(&wrapped_tools, "get-structured-content")
             .output_schema
             .is_some()
+    );
+
+    // Resources, templates and prompts pass through the gateway unchanged.
+    let plain_resources = plain.list_all_resources().await.unwrap();
+    assert!(!plain_resources.is_empty());
+    assert_eq!(wrapped.list_all_resources().await.unwrap(), plain_resources);
+    assert_eq!(
+        wrapped.list_all_resource_templates().await.unwrap(),
+        plain.list_all_resource_templates().await.unwrap()
+    );
+    for r in plain_resources.iter().take(3) {
+        let req = || rmcp::model::ReadResourceRequestParams::new(r.uri.clone());
+        assert_eq!(
+            wrapped.read_resource(req()).await.unwrap().contents,
+            plain.read_resource(req()).await.unwrap().contents,
+            "{}",
+            r.uri
+        );
+    }
+    let plain_prompts = plain.list_all_prompts().await.unwrap();
+    assert!(!plain_prompts.is_empty());
+    assert_eq!(wrapped.list_all_prompts().await.unwrap(), plain_prompts);
+    let simple = plain_prompts
+        .iter()
+        .find(|p| {
+            p.arguments
+                .as_ref()
+                .is_none_or(|a| a.iter().all(|x| x.required != Some(true)))
+        })
+        .expect("a prompt without required arguments");
+    let req = || rmcp::model::GetPromptRequestParams::new(simple.name.clone());
+    assert_eq!(
+        wrapped.get_prompt(req()).await.unwrap().messages,
+        plain.get_prompt(req()).await.unwrap().messages
     );
 
     plain.cancel().await.unwrap();

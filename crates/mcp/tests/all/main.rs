@@ -7,6 +7,7 @@
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approvals;
 mod client_everything;
 mod client_misbehaving;
 mod client_peers;

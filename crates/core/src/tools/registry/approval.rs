@@ -179,7 +179,7 @@ impl ToolRegistry {
             risk: entry.risk,
         });
         // An approver is outside code (a UI, a webhook): if it panics, the answer is "no".
-        let answer = match AssertUnwindSafe(approver.answer(&request))
+        let answer = match AssertUnwindSafe(approver.answer_in(&request, ctx))
             .catch_unwind()
             .await
         {
