@@ -4,9 +4,10 @@
 //!
 //! `cargo run --release -p toolhost-wasm --example call_loop -- PLUGIN.wasm TOOL 'JSON' [N]`
 //!
-//! Env: `NO_CONCURRENCY=1` turns component-model concurrency support off, `NO_FUEL=1`,
-//! `NO_EPOCH=1`, `NO_POOLING=1` switch those off; `KEEP_RESIDENT=BYTES` sets
-//! `EngineOptions::keep_resident`.
+//! Env: `CONCURRENCY=1` turns component-model concurrency support on, `NO_FUEL=1`,
+//! `NO_EPOCH=1`, `NO_POOLING=1` switch those off; `KEEP_RESIDENT=BYTES` and
+//! `TABLE_KEEP_RESIDENT=BYTES` set `EngineOptions::keep_resident` and
+//! `table_keep_resident`; `TABLE_EAGER=1` turns `table_lazy_init` off.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
@@ -21,15 +22,21 @@ fn main() {
     let args: serde_json::Value = serde_json::from_str(&a[3]).expect("args JSON");
     let n: usize = a.get(4).map(|s| s.parse().expect("N")).unwrap_or(20_000);
     let on = |k: &str| std::env::var_os(k).is_none();
+    let bytes = |k: &str, default: usize| {
+        std::env::var(k)
+            .map(|v| v.parse().expect("a number of bytes"))
+            .unwrap_or(default)
+    };
+    let d = EngineOptions::default();
     let opts = EngineOptions {
-        concurrency_support: on("NO_CONCURRENCY"),
+        concurrency_support: !on("CONCURRENCY"),
         fuel: on("NO_FUEL"),
         epoch: on("NO_EPOCH"),
         pooling: on("NO_POOLING"),
-        keep_resident: std::env::var("KEEP_RESIDENT")
-            .map(|v| v.parse().expect("KEEP_RESIDENT bytes"))
-            .unwrap_or(EngineOptions::default().keep_resident),
-        ..EngineOptions::default()
+        keep_resident: bytes("KEEP_RESIDENT", d.keep_resident),
+        table_keep_resident: bytes("TABLE_KEEP_RESIDENT", d.table_keep_resident),
+        table_lazy_init: on("TABLE_EAGER"),
+        ..d
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

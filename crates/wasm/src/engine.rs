@@ -54,6 +54,13 @@ pub struct EngineOptions {
     /// costs no page faults and no TLB shootdowns per call, and every call still starts
     /// from the pristine initial memory. 0 turns this off. Default: 2 MiB.
     pub keep_resident: usize,
+    /// Bytes of each table the pooling allocator keeps mapped between calls (reset by
+    /// `memset`, the rest given back with `madvise`). Default: 1 MiB.
+    pub table_keep_resident: usize,
+    /// Initialize funcref tables lazily (wasmtime's `table_lazy_init`): an element is
+    /// filled in on its first use, at the cost of a check on every indirect call and a
+    /// host call per element used; off fills every element at instantiation. Default: on.
+    pub table_lazy_init: bool,
     /// The compile cache folder; `None` disables the cache. Default: the platform cache
     /// dir + `toolhost/wasm`.
     pub cache_dir: Option<PathBuf>,
@@ -72,6 +79,8 @@ impl Default for EngineOptions {
             max_wasm_stack: 1 << 20,
             max_instances: 64,
             keep_resident: 2 << 20,
+            table_keep_resident: 1 << 20,
+            table_lazy_init: true,
             cache_dir: dirs::cache_dir().map(|d| d.join("toolhost").join("wasm")),
             max_plugin_bytes: 64 << 20,
         }
@@ -126,7 +135,8 @@ impl WasmEngine {
             .epoch_interruption(options.epoch)
             .max_wasm_stack(options.max_wasm_stack)
             .async_stack_size(options.max_wasm_stack + (1 << 20))
-            .concurrency_support(options.concurrency_support);
+            .concurrency_support(options.concurrency_support)
+            .table_lazy_init(options.table_lazy_init);
         if options.pooling {
             let mut pool = PoolingAllocationConfig::default();
             let n = options.max_instances.max(1);
@@ -140,7 +150,7 @@ impl WasmEngine {
                 .max_core_instances_per_component(64)
                 .max_memory_size((crate::policy::MAX_MEMORY_MB as usize) << 20)
                 .linear_memory_keep_resident(options.keep_resident)
-                .table_keep_resident(options.keep_resident.min(1 << 20))
+                .table_keep_resident(options.table_keep_resident)
                 // Falls back to plain memset + madvise where the ioctl is missing.
                 .pagemap_scan(wasmtime::Enabled::Auto);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
