@@ -99,6 +99,14 @@ const CLIENT_AUTH_EXPECTED_FAILURES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The suite's scenarios check behaviour with timing in it (notifications during a call,
+/// the delay before an SSE reconnect): the tests of this file run one at a time, so their
+/// node and toolhost processes don't compete for the cores.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
@@ -158,6 +166,7 @@ fn write_gateway_config(dir: &Path, suite: &Suite) {
 
 #[test]
 fn the_server_suite_passes_through_the_gateway() {
+    let _serial = one_at_a_time();
     let Some(suite) = peers::suite() else { return };
     let dir = temp_dir("conformance-gateway");
     write_gateway_config(&dir, &suite);
@@ -213,6 +222,7 @@ fn the_server_suite_passes_through_the_gateway() {
 
 #[test]
 fn toolhost_own_features_pass_without_a_wrapped_server() {
+    let _serial = one_at_a_time();
     let Some(suite) = peers::suite() else { return };
     let Some(plugins) = toolhost_testkit::built_plugins(&["calc.wasm"]) else {
         return;
@@ -259,6 +269,7 @@ fn toolhost_own_features_pass_without_a_wrapped_server() {
 
 #[test]
 fn toolhost_as_a_client_passes_the_client_scenarios() {
+    let _serial = one_at_a_time();
     let Some(suite) = peers::suite() else { return };
     let dir = temp_dir("conformance-client");
     let out = dir.join("results");
@@ -285,6 +296,7 @@ fn toolhost_as_a_client_passes_the_client_scenarios() {
 
 #[test]
 fn toolhost_as_a_client_logs_in_with_oauth() {
+    let _serial = one_at_a_time();
     let Some(suite) = peers::suite() else { return };
     let dir = temp_dir("conformance-client-auth");
     let command = fixtures().join("conformance_client.sh");

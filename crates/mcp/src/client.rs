@@ -377,6 +377,7 @@ impl McpClient {
                 handle.progress_token.clone(),
                 Route {
                     ctx: ctx.clone(),
+                    reported: false,
                     answered: false,
                 },
             );
@@ -439,10 +440,11 @@ impl McpClient {
 }
 
 /// Where a call's progress notifications (and a server's requests back) go: the call's
-/// context, and whether the call was answered already (its route is then only kept for
-/// late progress, see [`PROGRESS_GRACE`]).
+/// context, whether the server reported progress for it, and whether the call was answered
+/// already (its route is then only kept for late progress, see [`PROGRESS_GRACE`]).
 pub(crate) struct Route {
     pub(crate) ctx: ToolContext,
+    pub(crate) reported: bool,
     pub(crate) answered: bool,
 }
 
@@ -457,31 +459,41 @@ struct InFlight {
     grace: bool,
 }
 
-/// How long a call's progress route outlives its answer, for notifications the server
-/// sent just before it (rmcp handles them concurrently with the answer).
-const PROGRESS_GRACE: Duration = Duration::from_millis(25);
+/// How long the progress route of a call that reported progress outlives its answer, for
+/// notifications the server sent just before it (rmcp handles each notification in its own
+/// task, concurrently with the answer; on a loaded machine that task can run well after
+/// it). A call that reported no progress loses its route at once, so only calls that
+/// report progress wait (the server of `serve` sends the result once the route is gone).
+const PROGRESS_GRACE: Duration = Duration::from_millis(100);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         let rt = tokio::runtime::Handle::try_current().ok();
         match (&rt, self.grace) {
             (Some(rt), true) => {
-                if let Some(route) = self
-                    .progress
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get_mut(&self.token)
-                {
-                    route.answered = true;
+                let reported = {
+                    let mut map = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+                    match map.get_mut(&self.token) {
+                        Some(route) if route.reported => {
+                            route.answered = true;
+                            true
+                        }
+                        _ => {
+                            map.remove(&self.token);
+                            false
+                        }
+                    }
+                };
+                if reported {
+                    let (progress, token) = (self.progress.clone(), self.token.clone());
+                    rt.spawn(async move {
+                        tokio::time::sleep(PROGRESS_GRACE).await;
+                        progress
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&token);
+                    });
                 }
-                let (progress, token) = (self.progress.clone(), self.token.clone());
-                rt.spawn(async move {
-                    tokio::time::sleep(PROGRESS_GRACE).await;
-                    progress
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&token);
-                });
             }
             _ => {
                 self.progress

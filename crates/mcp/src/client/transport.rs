@@ -179,8 +179,11 @@ impl rmcp::ClientHandler for Hooks {
             .progress
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&params.progress_token)
-            .map(|r| r.ctx.clone());
+            .get_mut(&params.progress_token)
+            .map(|r| {
+                r.reported = true;
+                r.ctx.clone()
+            });
         if let Some(ctx) = ctx {
             ctx.report_progress(params.progress, params.total, params.message);
         }
