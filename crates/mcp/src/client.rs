@@ -23,6 +23,7 @@
 
 mod connection;
 mod features;
+mod hooks;
 mod transport;
 
 use std::collections::HashMap;

@@ -16,12 +16,14 @@
 // protocol; 2025-11-25 clients and servers use them, and the gateway serves both.
 #![allow(deprecated)]
 
+mod error;
 pub mod routes;
+
+pub use error::GatewayError;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
-use rmcp::ErrorData;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, LoggingLevel,
     LoggingMessageNotificationParam, Prompt, ReadResourceResult, Reference, Resource,
@@ -29,7 +31,7 @@ use rmcp::model::{
 };
 use tokio::sync::{broadcast, watch};
 
-use crate::client::{McpClient, UpstreamError, UpstreamEvent, UpstreamInfo};
+use crate::client::{McpClient, UpstreamEvent, UpstreamInfo};
 use routes::{prefixed_name, routed_uri, split_routed, template_matches};
 
 /// How many notifications a slow session may fall behind before it loses the oldest.
@@ -56,49 +58,6 @@ pub enum GatewayEvent {
     ResourcesChanged,
     /// The list of prompts changed.
     PromptsChanged,
-}
-
-/// Why a gateway request failed.
-#[derive(Debug, thiserror::Error)]
-pub enum GatewayError {
-    /// The wrapped server failed or refused.
-    #[error(transparent)]
-    Upstream(#[from] UpstreamError),
-    /// No wrapped server offers this resource.
-    #[error("no wrapped MCP server offers the resource {0:?}")]
-    UnknownResource(String),
-    /// No wrapped server offers this prompt.
-    #[error("no wrapped MCP server offers the prompt {0:?}")]
-    UnknownPrompt(String),
-    /// The server that offers it does not support the request.
-    #[error("MCP server '{server}' does not support {what}")]
-    Unsupported {
-        /// The configured server name.
-        server: String,
-        /// The request.
-        what: String,
-    },
-}
-
-impl From<GatewayError> for ErrorData {
-    fn from(e: GatewayError) -> Self {
-        match e {
-            // The server's own error code goes on (its data does not: unbounded).
-            GatewayError::Upstream(UpstreamError::Rejected { server, error, .. }) => {
-                ErrorData::new(
-                    error.code,
-                    format!("MCP server '{server}': {}", error.message),
-                    None,
-                )
-            }
-            GatewayError::Upstream(other) => ErrorData::internal_error(other.to_string(), None),
-            e @ GatewayError::UnknownResource(_) => {
-                ErrorData::resource_not_found(e.to_string(), None)
-            }
-            e @ GatewayError::UnknownPrompt(_) => ErrorData::invalid_params(e.to_string(), None),
-            e @ GatewayError::Unsupported { .. } => ErrorData::invalid_request(e.to_string(), None),
-        }
-    }
 }
 
 #[derive(Clone)]

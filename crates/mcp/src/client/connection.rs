@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 
 use super::McpClient;
-use super::transport::{Hooks, kill_child};
+use super::hooks::Hooks;
+use super::transport::kill_child;
 use crate::error::McpClientError;
 use crate::stdio::{ChildState, exit_note};
 

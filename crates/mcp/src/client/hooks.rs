@@ -1,0 +1,169 @@
+//! [`Hooks`]: toolhost's rmcp client handler. It declares what toolhost takes from a
+//! server (sampling, form elicitation and roots, passed on to the client of `serve`
+//! whose call is in flight), forwards `list_changed` and progress, and passes logs and
+//! resource and prompt changes on to the gateway ([`super::UpstreamEvent`]).
+
+// Logging, sampling and roots are deprecated in rmcp (2026-07-28 protocol) but
+// 2025-11-25 servers use them.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, FormElicitationCapability,
+    Implementation, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ResourceUpdatedNotificationParam, RootsCapabilities,
+    SamplingCapability,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use tokio::sync::watch;
+use toolhost_core::tools::ToolContext;
+
+use super::McpClient;
+
+/// The rmcp client handler: forwards list-changed, progress and log notifications.
+#[derive(Clone)]
+pub(super) struct Hooks {
+    pub(super) server: Arc<str>,
+    pub(super) info: ClientConfig,
+    pub(super) changed: Arc<watch::Sender<u64>>,
+    pub(super) progress: Arc<Mutex<HashMap<ProgressToken, super::Route>>>,
+    pub(super) events: tokio::sync::broadcast::Sender<super::UpstreamEvent>,
+    /// How long a request passed on to the client of `serve` may wait for its answer.
+    pub(super) timeout: Duration,
+}
+
+impl Hooks {
+    /// The client of `serve` whose calls are in flight on this server.
+    fn downstream(&self, what: &str) -> Result<crate::DownstreamClient, rmcp::ErrorData> {
+        let calls: Vec<ToolContext> = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|r| !r.answered)
+            .map(|r| r.ctx.clone())
+            .collect();
+        crate::downstream::one_downstream(&calls, what)
+    }
+}
+
+impl rmcp::ClientHandler for Hooks {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "tools/list_changed");
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let ctx = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&params.progress_token)
+            .map(|r| {
+                r.reported = true;
+                r.ctx.clone()
+            });
+        if let Some(ctx) = ctx {
+            ctx.report_progress(params.progress, params.total, params.message);
+        }
+    }
+
+    // A wrapped server's requests back go to the client of `serve` whose call they belong
+    // to (docs/mcp.md, "Requests from wrapped servers").
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        self.downstream("sampling/createMessage")?
+            .create_message(params, self.timeout)
+            .await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        self.downstream("elicitation/create")?
+            .elicit(params, self.timeout)
+            .await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, rmcp::ErrorData> {
+        // Outside a call (servers often ask right after `initialize`) there are no roots.
+        match self.downstream("roots/list") {
+            Ok(d) => d.list_roots(self.timeout).await,
+            Err(_) => Ok(ListRootsResult::default()),
+        }
+    }
+
+    // The gateway's notifications: nobody listening is fine (send fails, nothing lost
+    // that anyone wanted).
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(super::UpstreamEvent::Log(params));
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self
+            .events
+            .send(super::UpstreamEvent::ResourceUpdated(params.uri));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(super::UpstreamEvent::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(super::UpstreamEvent::PromptsChanged);
+    }
+}
+
+impl McpClient {
+    pub(super) fn hooks(&self) -> Hooks {
+        // Declared so wrapped servers may ask; each request is passed on to the client of
+        // `serve` whose call it belongs to, and refused when that client cannot take it.
+        let mut caps = ClientCapabilities::default();
+        caps.sampling = Some(SamplingCapability::default());
+        let mut elicitation = ElicitationCapability::default();
+        elicitation.form = Some(FormElicitationCapability::default());
+        caps.elicitation = Some(elicitation);
+        caps.roots = Some(RootsCapabilities::default());
+        let mut info = ClientConfig::new(
+            caps,
+            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
+        );
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        Hooks {
+            server: Arc::from(self.cfg.server.as_str()),
+            info,
+            changed: self.shared.changed.clone(),
+            progress: self.shared.progress.clone(),
+            events: self.shared.events.clone(),
+            timeout: self.cfg.timeout,
+        }
+    }
+}
