@@ -20,6 +20,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use serde_json::{Value, json};
+use toolhost_core::tools::render::head;
 use toolhost_core::tools::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, ArgPattern, ToolContext,
 };
@@ -64,12 +65,9 @@ impl ClientApprover {
 }
 
 fn cut(s: &str, max_bytes: usize) -> String {
-    let mut end = s.len().min(max_bytes);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    if end < s.len() {
-        format!("{}… ({} bytes in all)", &s[..end], s.len())
+    let h = head(s, max_bytes);
+    if h.len() < s.len() {
+        format!("{h}… ({} bytes in all)", s.len())
     } else {
         s.to_string()
     }

@@ -31,7 +31,7 @@ use rmcp::model::{
 };
 use tokio::sync::{broadcast, watch};
 
-use crate::client::{McpClient, UpstreamEvent, UpstreamInfo};
+use crate::client::{McpClient, UpstreamError, UpstreamEvent, UpstreamInfo};
 use routes::{prefixed_name, routed_uri, split_routed, template_matches};
 
 /// How many notifications a slow session may fall behind before it loses the oldest.
@@ -154,7 +154,13 @@ impl Gateway {
     }
 
     fn upstream(&self, server: &str) -> Option<Upstream> {
-        self.upstreams().into_iter().find(|u| u.name() == server)
+        self.inner
+            .upstreams
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|u| u.name() == server)
+            .cloned()
     }
 
     /// Adds a connected server (replacing one of the same name): asks for its
@@ -241,26 +247,45 @@ impl Gateway {
         (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
 
+    /// Each server that offers something (`offers`), in name order, with its list; a
+    /// server that fails to list is logged and left out.
+    async fn lists<T, F, Fut>(
+        &self,
+        offers: fn(&UpstreamInfo) -> bool,
+        list: F,
+    ) -> Vec<(String, Vec<T>)>
+    where
+        F: Fn(McpClient) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<T>, UpstreamError>>,
+    {
+        let mut out = Vec::new();
+        for u in self.upstreams().into_iter().filter(|u| offers(&u.info)) {
+            match list(u.client.clone()).await {
+                Ok(items) => out.push((u.name().to_string(), items)),
+                Err(e) => tracing::warn!(server = %u.name(), "gateway: {e}"),
+            }
+        }
+        out
+    }
+
     /// Every server's resources; a URI an earlier server lists is renamed
     /// ([`routes::routed_uri`]).
     pub async fn list_resources(&self) -> Vec<Resource> {
         let mut out = Vec::new();
         let mut table = HashMap::new();
         let mut seen = HashSet::new();
-        for u in self.upstreams().iter().filter(|u| u.info.resources()) {
-            let list = match u.client.list_resources().await {
-                Ok(l) => l,
-                Err(e) => {
-                    tracing::warn!(server = %u.name(), "gateway: {e}");
-                    continue;
-                }
-            };
+        for (server, list) in self
+            .lists(UpstreamInfo::resources, |c| async move {
+                c.list_resources().await
+            })
+            .await
+        {
             for mut r in list {
                 let original = r.uri.clone();
                 if !seen.insert(original.clone()) {
-                    r.uri = routed_uri(u.name(), &original);
+                    r.uri = routed_uri(&server, &original);
                 }
-                table.insert(r.uri.clone(), (u.name().to_string(), original));
+                table.insert(r.uri.clone(), (server.clone(), original));
                 out.push(r);
             }
         }
@@ -277,20 +302,18 @@ impl Gateway {
         let mut out = Vec::new();
         let mut table = Vec::new();
         let mut seen = HashSet::new();
-        for u in self.upstreams().iter().filter(|u| u.info.resources()) {
-            let list = match u.client.list_resource_templates().await {
-                Ok(l) => l,
-                Err(e) => {
-                    tracing::warn!(server = %u.name(), "gateway: {e}");
-                    continue;
-                }
-            };
+        for (server, list) in self
+            .lists(UpstreamInfo::resources, |c| async move {
+                c.list_resource_templates().await
+            })
+            .await
+        {
             for mut t in list {
                 let original = t.uri_template.clone();
                 if !seen.insert(original.clone()) {
-                    t.uri_template = routed_uri(u.name(), &original);
+                    t.uri_template = routed_uri(&server, &original);
                 }
-                table.push((t.uri_template.clone(), u.name().to_string(), original));
+                table.push((t.uri_template.clone(), server.clone(), original));
                 out.push(t);
             }
         }
@@ -428,23 +451,22 @@ impl Gateway {
     pub async fn list_prompts(&self) -> Vec<Prompt> {
         let mut out = Vec::new();
         let mut table = HashMap::new();
-        for u in self.upstreams().iter().filter(|u| u.info.prompts()) {
-            let list = match u.client.list_prompts().await {
-                Ok(l) => l,
-                Err(e) => {
-                    tracing::warn!(server = %u.name(), "gateway: {e}");
-                    continue;
-                }
-            };
+        for (server, list) in self
+            .lists(
+                UpstreamInfo::prompts,
+                |c| async move { c.list_prompts().await },
+            )
+            .await
+        {
             for mut p in list {
                 let original = p.name.clone();
                 if table.contains_key(&original) {
-                    p.name = prefixed_name(u.name(), &original);
+                    p.name = prefixed_name(&server, &original);
                 }
                 if table.contains_key(&p.name) {
                     continue;
                 }
-                table.insert(p.name.clone(), (u.name().to_string(), original));
+                table.insert(p.name.clone(), (server.clone(), original));
                 out.push(p);
             }
         }

@@ -33,6 +33,12 @@ pub fn truncate_render(text: &str, max_bytes: usize) -> (String, bool) {
     (out, true)
 }
 
+/// The longest prefix of `s` of at most `max_bytes` bytes that ends on a character
+/// boundary (a bound on text from outside that must stay valid UTF-8).
+pub fn head(s: &str, max_bytes: usize) -> &str {
+    &s[..floor_char_boundary(s, max_bytes)]
+}
+
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     if i >= s.len() {
         return s.len();

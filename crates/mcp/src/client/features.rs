@@ -123,13 +123,10 @@ impl McpClient {
         let Some(info) = peer.peer_info() else {
             return Ok(UpstreamInfo::default());
         };
-        let instructions = info.instructions.as_ref().map(|s| {
-            let mut end = s.len().min(MAX_INSTRUCTIONS_BYTES);
-            while !s.is_char_boundary(end) {
-                end -= 1;
-            }
-            s[..end].to_string()
-        });
+        let instructions = info
+            .instructions
+            .as_ref()
+            .map(|s| toolhost_core::tools::render::head(s, MAX_INSTRUCTIONS_BYTES).to_string());
         Ok(UpstreamInfo {
             capabilities: info.capabilities.clone(),
             instructions,

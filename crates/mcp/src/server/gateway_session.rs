@@ -25,6 +25,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
+use toolhost_core::tools::render::head;
 use toolhost_core::tools::{ToolLogLevel, ToolLogSink};
 
 use crate::gateway::{Gateway, GatewayEvent, level_rank};
@@ -51,8 +52,10 @@ const PLUGIN_LOG_BACKLOG: usize = 256;
 pub(super) struct GatewaySession {
     gateway: Option<Gateway>,
     state: Arc<Mutex<State>>,
-    /// Log lines of the tools this session calls (WASM plugins' `host.log`).
-    plugin_logs: mpsc::Sender<LoggingMessageNotificationParam>,
+    /// The sink of this session's calls (built once, cloned into each call's context).
+    sink: ToolLogSink,
+    /// Log lines of the tools this session calls (WASM plugins' `host.log`), for the
+    /// forwarding task.
     plugin_logs_rx: Mutex<Option<mpsc::Receiver<LoggingMessageNotificationParam>>>,
 }
 
@@ -71,40 +74,18 @@ impl std::fmt::Debug for GatewaySession {
 impl GatewaySession {
     pub(super) fn new(gateway: Option<Gateway>) -> Self {
         let (tx, rx) = mpsc::channel(PLUGIN_LOG_BACKLOG);
+        let state: Arc<Mutex<State>> = Arc::default();
         Self {
             gateway,
-            state: Arc::default(),
-            plugin_logs: tx,
+            sink: sink(state.clone(), tx),
+            state,
             plugin_logs_rx: Mutex::new(Some(rx)),
         }
     }
 
-    /// The sink of this session's calls: their log lines reach the client as
-    /// `notifications/message` once it set a level, at that level or above (rate-limited
-    /// with the wrapped servers' logs).
+    /// The sink of this session's calls.
     pub(super) fn log_sink(&self) -> ToolLogSink {
-        let state = self.state.clone();
-        let tx = self.plugin_logs.clone();
-        ToolLogSink(Arc::new(move |level, logger, message| {
-            let level = match level {
-                ToolLogLevel::Trace | ToolLogLevel::Debug => LoggingLevel::Debug,
-                ToolLogLevel::Info => LoggingLevel::Info,
-                ToolLogLevel::Warn => LoggingLevel::Warning,
-                ToolLogLevel::Error => LoggingLevel::Error,
-            };
-            let wanted = state
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .level
-                .is_some_and(|l| level_rank(level) >= level_rank(l));
-            if wanted {
-                let mut p =
-                    LoggingMessageNotificationParam::new(level, Value::String(message.to_string()));
-                p.logger = Some(cut(logger, 256).to_string());
-                // A full backlog drops the line: a tool cannot grow the session's memory.
-                let _ = tx.try_send(p);
-            }
-        }))
+        self.sink.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -275,13 +256,42 @@ impl Drop for GatewaySession {
     }
 }
 
+/// The sink of a session's calls: their log lines reach the client as
+/// `notifications/message` once it set a level, at that level or above (rate-limited with
+/// the wrapped servers' logs by the forwarding task).
+fn sink(
+    state: Arc<Mutex<State>>,
+    tx: mpsc::Sender<LoggingMessageNotificationParam>,
+) -> ToolLogSink {
+    ToolLogSink(Arc::new(move |level, logger, message| {
+        let level = match level {
+            ToolLogLevel::Trace | ToolLogLevel::Debug => LoggingLevel::Debug,
+            ToolLogLevel::Info => LoggingLevel::Info,
+            ToolLogLevel::Warn => LoggingLevel::Warning,
+            ToolLogLevel::Error => LoggingLevel::Error,
+        };
+        let wanted = state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .level
+            .is_some_and(|l| level_rank(level) >= level_rank(l));
+        if wanted {
+            let mut p =
+                LoggingMessageNotificationParam::new(level, Value::String(message.to_string()));
+            p.logger = Some(head(logger, 256).to_string());
+            // A full backlog drops the line: a tool cannot grow the session's memory.
+            let _ = tx.try_send(p);
+        }
+    }))
+}
+
 /// The message under `server/logger`, its data cut to [`MAX_LOG_DATA_BYTES`] of JSON.
 fn bounded_log(
     server: &str,
     mut params: LoggingMessageNotificationParam,
 ) -> LoggingMessageNotificationParam {
     params.logger = Some(match &params.logger {
-        Some(l) => format!("{server}/{}", cut(l, 256)),
+        Some(l) => format!("{server}/{}", head(l, 256)),
         None => server.to_string(),
     });
     bounded_data(params)
@@ -293,19 +303,11 @@ fn bounded_data(mut params: LoggingMessageNotificationParam) -> LoggingMessageNo
     if json.len() > MAX_LOG_DATA_BYTES {
         params.data = Value::String(format!(
             "{}… (cut at {MAX_LOG_DATA_BYTES} bytes)",
-            cut(&json, MAX_LOG_DATA_BYTES)
+            head(&json, MAX_LOG_DATA_BYTES)
         ));
     }
     params.meta = None;
     params
-}
-
-fn cut(s: &str, max: usize) -> &str {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 #[cfg(test)]

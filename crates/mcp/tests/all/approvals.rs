@@ -18,7 +18,6 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use toolhost_core::tools::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, ArgPattern, DynamicTool,
     Permission, ToolOutput, ToolRegistry,
@@ -123,18 +122,10 @@ async fn a_destructive_call_is_put_to_the_clients_user() {
                 .build_dyn(),
         )
         .unwrap();
-    let stop = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let server = McpServer::new(registry);
-    let s = stop.clone();
-    tokio::spawn(async move {
-        let _ = server
-            .serve_http("127.0.0.1:0".parse().unwrap(), false, s, |a| {
-                let _ = tx.send(a);
-            })
+    let (addr, stop) =
+        crate::support::serve_http(McpServer::new(registry), "127.0.0.1:0", Default::default())
             .await;
-    });
-    let url = format!("http://{}/mcp", rx.await.unwrap());
+    let url = format!("http://{addr}/mcp");
 
     let user = User {
         elicits: true,

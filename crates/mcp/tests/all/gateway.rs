@@ -4,7 +4,8 @@
 //!
 //! The hostile server lists resources forever, takes the good server's URI and prompt
 //! names, offers a 40-expression template, floods logs (one of 1 MB) and resource updates,
-//! asks for sampling outside any call, and fails with a 1 MB error. Each attack is bounded
+//! asks for sampling outside any call and while calls of two clients are in flight, and
+//! fails with a 1 MB error. Each attack is bounded
 //! or refused, and the good server's resources, prompts and tools still work after it.
 
 #![allow(deprecated)] // logging and resources/subscribe: the 2025-11-25 protocol
@@ -22,7 +23,6 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
-use tokio_util::sync::CancellationToken;
 use toolhost_core::tools::ToolRegistry;
 use toolhost_mcp::{Gateway, McpClient, McpServer, McpTransport};
 use toolhost_testkit::peers;
@@ -33,6 +33,7 @@ use toolhost_testkit::peers;
 struct Seen {
     logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
     updated: Arc<Mutex<Vec<String>>>,
+    sampled: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl rmcp::ClientHandler for Seen {
@@ -63,6 +64,8 @@ impl rmcp::ClientHandler for Seen {
         _params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        self.sampled
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(CreateMessageResult::new(
             SamplingMessage::assistant_text("canned"),
             "test-model".into(),
@@ -115,18 +118,12 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         gateway.add(c.clone()).await;
     }
 
-    let stop = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let server = McpServer::new(registry).with_gateway(gateway);
-    let s = stop.clone();
-    tokio::spawn(async move {
-        let _ = server
-            .serve_http("127.0.0.1:0".parse().unwrap(), false, s, |a| {
-                let _ = tx.send(a);
-            })
-            .await;
-    });
-    let addr = rx.await.unwrap();
+    let (addr, stop) = crate::support::serve_http(
+        McpServer::new(registry).with_gateway(gateway),
+        "127.0.0.1:0",
+        Default::default(),
+    )
+    .await;
     let seen = Seen::default();
     let client = seen
         .clone()
@@ -303,6 +300,46 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         format!("{:?}", sampled.content).contains("LLM response: canned"),
         "{sampled:?}"
     );
+
+    // Calls of two clients in flight on the hostile server when it asks for sampling: the
+    // request names no call, so it is refused rather than shown to the wrong user.
+    let other = Seen::default();
+    let second = other
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "http://{addr}/mcp"
+        )))
+        .await
+        .unwrap();
+    let before = seen.sampled.load(std::sync::atomic::Ordering::SeqCst);
+    let (a, b) = tokio::join!(
+        peer.call_tool(CallToolRequestParams::new("ask_later")),
+        second
+            .peer()
+            .call_tool(CallToolRequestParams::new("ask_later"))
+    );
+    for r in [a.unwrap(), b.unwrap()] {
+        let text = format!("{:?}", r.content);
+        assert!(
+            text.contains("refused") && text.contains("several clients"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        seen.sampled.load(std::sync::atomic::Ordering::SeqCst),
+        before
+    );
+    assert_eq!(other.sampled.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // One client alone: its user is asked.
+    let alone = peer
+        .call_tool(CallToolRequestParams::new("ask_later"))
+        .await
+        .unwrap();
+    assert!(
+        format!("{:?}", alone.content).contains("answered"),
+        "{alone:?}"
+    );
+    let _ = second.cancel().await;
 
     let _ = client.cancel().await;
     stop.cancel();

@@ -24,22 +24,12 @@ fn tokens() -> BearerTokens {
 /// Serves the native `add` of `http_limits` on `bind` with `options`; returns the bound
 /// address.
 async fn start(bind: &str, options: HttpServeOptions) -> (SocketAddr, CancellationToken) {
-    let stop = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let server = McpServer::new(super::http_limits::registry());
-    let s = stop.clone();
-    let bind: SocketAddr = bind.parse().unwrap();
-    tokio::spawn(async move {
-        let r = server
-            .serve_http_opts(bind, options, s, |a| {
-                let _ = tx.send(a);
-            })
-            .await;
-        if let Err(e) = r {
-            eprintln!("serve_http_opts: {e}");
-        }
-    });
-    (rx.await.unwrap(), stop)
+    crate::support::serve_http(
+        McpServer::new(super::http_limits::registry()),
+        bind,
+        options,
+    )
+    .await
 }
 
 fn with_token() -> HttpServeOptions {

@@ -33,21 +33,11 @@ pub(crate) fn registry() -> ToolRegistry {
 
 /// Serves a native `add` with `limits` on 127.0.0.1 (port 0); returns the bound address.
 pub(crate) async fn start(limits: HttpLimits) -> (SocketAddr, CancellationToken) {
-    let stop = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let server = McpServer::new(registry());
-    let s = stop.clone();
-    tokio::spawn(async move {
-        let r = server
-            .serve_http_with("127.0.0.1:0".parse().unwrap(), false, limits, s, |a| {
-                let _ = tx.send(a);
-            })
-            .await;
-        if let Err(e) = r {
-            eprintln!("serve_http_with: {e}");
-        }
-    });
-    (rx.await.unwrap(), stop)
+    let options = toolhost_mcp::server::HttpServeOptions {
+        limits,
+        ..Default::default()
+    };
+    crate::support::serve_http(McpServer::new(registry()), "127.0.0.1:0", options).await
 }
 
 /// A good call through the real client: connect, call `add`, check the sum.

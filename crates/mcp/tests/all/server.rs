@@ -84,21 +84,7 @@ fn registry(cancelled: Arc<AtomicBool>) -> ToolRegistry {
 }
 
 async fn start(registry: ToolRegistry) -> (SocketAddr, CancellationToken) {
-    let stop = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let server = McpServer::new(registry);
-    let s = stop.clone();
-    tokio::spawn(async move {
-        let r = server
-            .serve_http("127.0.0.1:0".parse().unwrap(), false, s, |a| {
-                let _ = tx.send(a);
-            })
-            .await;
-        if let Err(e) = r {
-            eprintln!("serve_http: {e}");
-        }
-    });
-    (rx.await.unwrap(), stop)
+    support::serve_http(McpServer::new(registry), "127.0.0.1:0", Default::default()).await
 }
 
 async fn eventually(mut cond: impl AsyncFnMut() -> bool) -> bool {

@@ -76,3 +76,27 @@ pub fn real_python3() -> String {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "python3".into())
 }
+
+/// Serves `server` over Streamable HTTP on `bind` (e.g. `127.0.0.1:0`) with `options`, in
+/// the background; returns the bound address and the token that stops it.
+pub async fn serve_http(
+    server: toolhost_mcp::McpServer,
+    bind: &str,
+    options: toolhost_mcp::server::HttpServeOptions,
+) -> (std::net::SocketAddr, tokio_util::sync::CancellationToken) {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let s = stop.clone();
+    let bind: std::net::SocketAddr = bind.parse().unwrap();
+    tokio::spawn(async move {
+        let r = server
+            .serve_http_opts(bind, options, s, |a| {
+                let _ = tx.send(a);
+            })
+            .await;
+        if let Err(e) = r {
+            eprintln!("serve_http_opts: {e}");
+        }
+    });
+    (rx.await.unwrap(), stop)
+}
