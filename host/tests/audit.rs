@@ -265,14 +265,12 @@ fn fakellm(dir: &Path) -> Option<FakeLlm> {
         child,
         base_url: format!("http://127.0.0.1:{port}/v1"),
     };
-    // Readiness, bounded: 600 tries 50 ms apart.
-    for _ in 0..600 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(server);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("fakellm did not listen on port {port}");
+    // Readiness, bounded.
+    assert!(
+        toolhost_testkit::port_listening(port, std::time::Duration::from_secs(30)),
+        "fakellm did not listen on port {port}"
+    );
+    Some(server)
 }
 
 #[test]

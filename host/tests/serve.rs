@@ -162,14 +162,7 @@ fn python_client_over_http_lists_and_calls() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut up = false;
-    for _ in 0..600 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            up = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let up = toolhost_testkit::port_listening(port, Duration::from_secs(30));
     let result = up.then(|| {
         let mut cmd = std::process::Command::new(&python);
         cmd.arg(fixtures().join("py_client.py"))

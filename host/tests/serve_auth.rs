@@ -158,14 +158,7 @@ fn a_protected_serve_is_usable_only_with_its_token() {
         .spawn()
         .unwrap(),
     );
-    let mut up = false;
-    for _ in 0..600 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            up = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let up = toolhost_testkit::port_listening(port, Duration::from_secs(30));
     assert!(up, "toolhost serve --http did not start listening");
 
     // Hostile: no token.

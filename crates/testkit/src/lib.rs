@@ -11,7 +11,7 @@
 //! - [`minisign`]: key pairs and signatures made by the real `minisign` tool.
 //! - [`plugins_dir`], [`built_plugins`]: the components `cargo xtask plugins` builds.
 //! - [`show`]: a process output as one block, for assertion messages.
-//! - [`temp_dir`], [`free_port`], [`wait_for_port`], [`workspace_root`].
+//! - [`temp_dir`], [`free_port`], [`wait_for_port`], [`port_listening`], [`workspace_root`].
 //!
 //! Dev-only: no published crate depends on it.
 
@@ -98,6 +98,21 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().expect("local addr").port()
+}
+
+/// Whether something listens on the loopback port within `within` (tried every 50 ms),
+/// blocking; for tests that are not async.
+pub fn port_listening(port: u16, within: std::time::Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        if t0.elapsed() >= within {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Waits (bounded, about 20 s) until something listens on the loopback port; panics
