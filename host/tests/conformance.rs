@@ -77,27 +77,16 @@ const CLIENT_AUTH_PASSING: &[&str] = &[
     "resource-mismatch",
     "offline-access-scope",
     "offline-access-not-supported",
+    "pre-registration",
+    "basic-cimd",
+    "2025-03-26-oauth-metadata-backcompat",
 ];
 
 /// The client's OAuth scenarios that fail today, with the reason (also in docs/mcp.md).
-const CLIENT_AUTH_EXPECTED_FAILURES: &[(&str, &str)] = &[
-    (
-        "basic-cimd",
-        "no Client ID Metadata Document: toolhost registers dynamically (a warning)",
-    ),
-    (
-        "scope-step-up",
-        "no re-authorization for a 403 insufficient_scope during a session",
-    ),
-    (
-        "pre-registration",
-        "no configured (pre-registered) client_id/client_secret",
-    ),
-    (
-        "2025-03-26-oauth-metadata-backcompat",
-        "the root authorization-server metadata names another issuer (`/oauth`); rmcp refuses the mismatch (RFC 8414, section 3.3)",
-    ),
-];
+const CLIENT_AUTH_EXPECTED_FAILURES: &[(&str, &str)] = &[(
+    "scope-step-up",
+    "no re-authorization for a 403 insufficient_scope during a session",
+)];
 
 /// The suite's scenarios check behaviour with timing in it (notifications during a call,
 /// the delay before an SSE reconnect): the tests of this file run one at a time, so their

@@ -63,6 +63,8 @@ struct Config {
     rules: McpToolRules,
     /// Where OAuth credentials of HTTP servers are looked up (`None`: OAuth is off).
     oauth: Option<crate::oauth::OAuthStore>,
+    /// Who toolhost is to the server's authorization server (refreshing tokens).
+    oauth_client: crate::oauth::OAuthClientIdentity,
 }
 
 #[derive(Default)]
@@ -134,6 +136,7 @@ impl McpClient {
                 limits: StdioLimits::default(),
                 rules: McpToolRules::default(),
                 oauth: None,
+                oauth_client: Default::default(),
             }),
             shared: Arc::new(Shared {
                 slot: tokio::sync::Mutex::new(Slot::default()),
@@ -176,6 +179,13 @@ impl McpClient {
     /// [`McpClientError::Unauthorized`] naming `toolhost mcp login SERVER`.
     pub fn with_oauth_store(mut self, store: Option<crate::oauth::OAuthStore>) -> Self {
         Arc::make_mut(&mut self.cfg).oauth = store;
+        self
+    }
+
+    /// Who toolhost is to the server's authorization server (`[mcp.servers.NAME.oauth]`):
+    /// a pre-registered client's secret authenticates the refresh of stored tokens.
+    pub fn with_oauth_client(mut self, client: crate::oauth::OAuthClientIdentity) -> Self {
+        Arc::make_mut(&mut self.cfg).oauth_client = client;
         self
     }
 

@@ -16,6 +16,12 @@
 //! bearer_token_env = "REMOTE_TOKEN"   # sent as `Authorization: Bearer $REMOTE_TOKEN`
 //! # or: bearer_token_file = "/home/me/.config/toolhost/remote.token"  (mode 0600)
 //! # or: headers = { Authorization = "Bearer ..." }   (the secret then sits in this file)
+//! # or, for a server that asks for OAuth: `toolhost mcp login remote`, and optionally
+//! [mcp.servers.remote.oauth]
+//! client_id = "toolhost-at-example"    # registered out of band (no dynamic registration)
+//! client_secret_env = "REMOTE_SECRET"  # or client_secret_file (0600); a confidential client
+//! client_metadata_url = "https://me.example/toolhost.json"  # or: a Client ID Metadata Document
+//! scopes = ["mcp:read"]                # what `login` asks for when `--scope` is not given
 //! ```
 //!
 //! A missing variable or file, an empty one, or a token file group or others may read is
@@ -102,6 +108,26 @@ pub struct McpToolConfig {
     pub permissions: Vec<Permission>,
 }
 
+/// `[mcp.servers.NAME.oauth]`: how toolhost identifies itself to the authorization server
+/// of a `url` server that asks for OAuth (docs/mcp.md, "Servers that log in with OAuth").
+/// Without it, toolhost registers itself dynamically.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuthConfig {
+    /// A client id registered with the authorization server out of band.
+    pub client_id: Option<String>,
+    /// The environment variable holding that client's secret.
+    pub client_secret_env: Option<String>,
+    /// A file holding that client's secret (first line that is neither blank nor a `#`
+    /// comment; not accessible by group or others).
+    pub client_secret_file: Option<std::path::PathBuf>,
+    /// The `https` URL of toolhost's Client ID Metadata Document, hosted by the operator.
+    pub client_metadata_url: Option<String>,
+    /// The scopes `toolhost mcp login` asks for when given no `--scope`.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
 /// One `[mcp.servers.NAME]` entry: `command` (stdio) or `url` (Streamable HTTP).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,6 +157,9 @@ pub struct McpServerConfig {
     /// blank nor a `#` comment); it must not be accessible by group or others.
     #[serde(default)]
     pub bearer_token_file: Option<std::path::PathBuf>,
+    /// (`url` servers) Who toolhost is to the server's OAuth authorization server.
+    #[serde(default)]
+    pub oauth: Option<McpOAuthConfig>,
     /// The time budget of each request, in seconds (default 30).
     #[serde(default, alias = "timeout")]
     pub timeout_secs: Option<u64>,
@@ -241,24 +270,72 @@ impl McpServerConfig {
                     var: var.clone(),
                     why,
                 };
-                let value = std::env::var(var).map_err(|e| match e {
-                    std::env::VarError::NotPresent => env_error("not set"),
-                    std::env::VarError::NotUnicode(_) => env_error("not valid UTF-8"),
-                })?;
-                let value = value.trim().to_string();
-                if value.is_empty() {
-                    return Err(env_error("empty"));
-                }
-                if !value.chars().all(|c| c.is_ascii_graphic()) {
-                    return Err(env_error(
-                        "not a bearer token (it has whitespace or non-ASCII characters)",
-                    ));
-                }
-                value
+                env_secret(var).map_err(env_error)?
             }
             (None, Some(path)) => read_token_file(path)?,
         };
         Ok(Some(token))
+    }
+
+    /// Who toolhost is to this server's authorization server, from
+    /// `[mcp.servers.NAME.oauth]` with the secret read now: a default identity (dynamic
+    /// registration) when the table is absent. Errors never contain the secret.
+    pub fn oauth_client(&self) -> Result<crate::oauth::OAuthClientIdentity, McpConfigError> {
+        let Some(o) = &self.oauth else {
+            return Ok(crate::oauth::OAuthClientIdentity::default());
+        };
+        let bad = |m: String| McpConfigError::OAuth(m);
+        if self.url.is_none() {
+            return Err(bad(
+                "OAuth applies only to a `url` (HTTP) server; remove the table from this \
+                 `command` entry"
+                    .into(),
+            ));
+        }
+        let client_secret = match (&o.client_secret_env, &o.client_secret_file) {
+            (None, None) => None,
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "set only one of `client_secret_env` and `client_secret_file`".into(),
+                ));
+            }
+            (Some(var), None) => Some(env_secret(var).map_err(|why| {
+                bad(format!(
+                    "`client_secret_env = \"{var}\"`: the environment variable {var} is {why}"
+                ))
+            })?),
+            (None, Some(path)) => Some(read_token_file(path).map_err(|e| match e {
+                McpConfigError::BearerTokenFile { path, message } => {
+                    bad(format!("`client_secret_file = \"{path}\"`: {message}"))
+                }
+                other => other,
+            })?),
+        };
+        if client_secret.is_some() && o.client_id.is_none() {
+            return Err(bad(
+                "a client secret needs the `client_id` it belongs to".into()
+            ));
+        }
+        if let Some(id) = &o.client_id
+            && (id.is_empty() || id.chars().any(char::is_control))
+        {
+            return Err(bad("`client_id` is empty or has control characters".into()));
+        }
+        if let Some(u) = &o.client_metadata_url {
+            let ok = url::Url::parse(u)
+                .is_ok_and(|p| p.scheme() == "https" && !matches!(p.path(), "" | "/"));
+            if !ok {
+                return Err(bad(format!(
+                    "`client_metadata_url = {u:?}` must be an https URL with a path (the \
+                     address of toolhost's Client ID Metadata Document)"
+                )));
+            }
+        }
+        Ok(crate::oauth::OAuthClientIdentity {
+            client_id: o.client_id.clone(),
+            client_secret,
+            client_metadata_url: o.client_metadata_url.clone(),
+        })
     }
 
     /// The request timeout.
@@ -267,6 +344,23 @@ impl McpServerConfig {
             .map(Duration::from_secs)
             .unwrap_or(DEFAULT_MCP_TIMEOUT)
     }
+}
+
+/// The secret in the environment variable `var`, trimmed; what is wrong with it
+/// otherwise (never its value).
+fn env_secret(var: &str) -> Result<String, &'static str> {
+    let value = std::env::var(var).map_err(|e| match e {
+        std::env::VarError::NotPresent => "not set",
+        std::env::VarError::NotUnicode(_) => "not valid UTF-8",
+    })?;
+    let value = value.trim().to_string();
+    if value.is_empty() {
+        return Err("empty");
+    }
+    if !value.chars().all(|c| c.is_ascii_graphic()) {
+        return Err("not a bearer token (it has whitespace or non-ASCII characters)");
+    }
+    Ok(value)
 }
 
 /// The token of a `bearer_token_file`: its first line that is neither blank nor a `#`
@@ -354,7 +448,10 @@ pub async fn connect_all_filtered(
         if server.disabled {
             continue;
         }
-        let transport = match server.transport() {
+        let (transport, oauth_client) = match server
+            .transport()
+            .and_then(|t| Ok((t, server.oauth_client()?)))
+        {
             Ok(t) => t,
             Err(e) => {
                 problems.push(problem(name, e.into()));
@@ -364,7 +461,8 @@ pub async fn connect_all_filtered(
         let client = McpClient::new(name.clone(), transport)
             .with_timeout_duration(server.timeout())
             .with_tool_rules(server.tool_rules(config.default_risk))
-            .with_oauth_store(crate::oauth::OAuthStore::default_location().ok());
+            .with_oauth_store(crate::oauth::OAuthStore::default_location().ok())
+            .with_oauth_client(oauth_client);
         set.spawn(async move {
             let r = client.connect().await;
             (client, r)
@@ -551,5 +649,84 @@ mod tests {
             stdio.transport(),
             Err(McpConfigError::BearerTokenWithoutUrl)
         );
+    }
+
+    #[test]
+    fn oauth_identity_is_checked_and_its_secret_never_shown() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let parse = |extra: &str| -> McpServerConfig {
+            toml::from_str(&format!(
+                "url = \"http://127.0.0.1:1/mcp\"\n[oauth]\n{extra}"
+            ))
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        // No table: dynamic registration.
+        let plain = McpServerConfig {
+            url: Some("http://127.0.0.1:1/mcp".into()),
+            ..Default::default()
+        };
+        assert_eq!(plain.oauth_client(), Ok(Default::default()));
+
+        let dir = std::env::temp_dir().join(format!("th-oauth-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = dir.join("secret");
+        std::fs::write(&secret, "# the client secret\nvery-secret-value\n").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let good = parse(&format!(
+            "client_id = \"th\"\nclient_secret_file = \"{}\"",
+            secret.display()
+        ))
+        .oauth_client()
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(good.client_id.as_deref(), Some("th"));
+        assert_eq!(good.client_secret.as_deref(), Some("very-secret-value"));
+        assert!(!format!("{good:?}").contains("very-secret"));
+
+        // A world-readable secret file is refused, naming the key, never the secret.
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = parse(&format!(
+            "client_id = \"th\"\nclient_secret_file = \"{}\"",
+            secret.display()
+        ))
+        .oauth_client()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("client_secret_file") && e.contains("chmod 600"),
+            "{e}"
+        );
+        assert!(!e.contains("very-secret"), "{e}");
+
+        for (extra, says) in [
+            (
+                "client_secret_env = \"TH_NO_SUCH_VAR_X\"\nclient_id = \"a\"",
+                "not set",
+            ),
+            ("client_secret_env = \"PATH\"", "needs the `client_id`"),
+            (
+                "client_metadata_url = \"http://me.example/c.json\"",
+                "https URL",
+            ),
+            ("client_metadata_url = \"https://me.example/\"", "https URL"),
+            ("client_id = \"a\\u001b[2J\"", "control characters"),
+        ] {
+            let e = parse(extra).oauth_client().unwrap_err().to_string();
+            assert!(e.contains(says), "{extra}: {e}");
+        }
+        // Unknown keys are refused (a typo must not silently fall back to registration).
+        let typo: Result<McpServerConfig, _> =
+            toml::from_str("url = \"http://127.0.0.1:1/mcp\"\n[oauth]\nclient_ud = \"a\"");
+        assert!(typo.is_err());
+        // Only for HTTP servers.
+        let stdio: McpServerConfig =
+            toml::from_str("command = \"node\"\n[oauth]\nclient_id = \"a\"").unwrap();
+        assert!(
+            stdio
+                .oauth_client()
+                .unwrap_err()
+                .to_string()
+                .contains("only to a `url`")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

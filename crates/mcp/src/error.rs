@@ -197,6 +197,9 @@ pub enum McpConfigError {
         "`sandbox` applies only to a `command` (stdio) server; remove it from this `url` entry"
     )]
     SandboxWithoutCommand,
+    /// `[mcp.servers.NAME.oauth]` cannot be used.
+    #[error("[mcp.servers.NAME.oauth]: {0}")]
+    OAuth(String),
 }
 
 /// Why one configured server (or one of its tools) did not load; see

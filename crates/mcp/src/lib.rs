@@ -39,7 +39,7 @@ pub use error::{
 };
 pub use gateway::{Gateway, GatewayError, GatewayEvent};
 pub use info::{McpToolAnnotations, McpToolInfo};
-pub use oauth::{LoginOptions, OAuthError, OAuthStore};
+pub use oauth::{LoginOptions, OAuthClientIdentity, OAuthError, OAuthStore};
 pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};
 pub use sandbox::{McpSandbox, McpSandboxError};
 pub use server::McpServer;

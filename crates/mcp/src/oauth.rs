@@ -20,6 +20,9 @@ use rmcp::transport::auth::{
 use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod discovery;
+pub use discovery::OAuthClientIdentity;
+
 /// The longest credential file read (a token response is a few KiB).
 const MAX_CREDENTIAL_FILE: u64 = 256 * 1024;
 /// The longest HTTP request head the callback listener reads.
@@ -297,6 +300,8 @@ pub struct LoginOptions {
     pub timeout: Duration,
     /// Scopes to ask for; empty: those the server's challenge or metadata name.
     pub scopes: Vec<String>,
+    /// Who toolhost is to the authorization server (default: registered dynamically).
+    pub client: OAuthClientIdentity,
 }
 
 impl Default for LoginOptions {
@@ -305,6 +310,7 @@ impl Default for LoginOptions {
             headless: false,
             timeout: Duration::from_secs(300),
             scopes: Vec::new(),
+            client: OAuthClientIdentity::default(),
         }
     }
 }
@@ -354,11 +360,7 @@ pub async fn login(
         .await
         .map_err(|e| flow(server, "discovery", e))?;
     manager.set_credential_store(cred_store);
-    let resolution = manager
-        .resolve_metadata_from_challenge(challenge.as_deref())
-        .await
-        .map_err(|e| flow(server, "discovery", e))?;
-    manager.set_metadata(resolution.metadata);
+    discovery::discover(&mut manager, server, url, challenge.as_deref()).await?;
 
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
@@ -376,6 +378,15 @@ pub async fn login(
     }
     if !options.scopes.is_empty() {
         request = request.with_scopes(options.scopes.iter().cloned());
+    }
+    if let Some(id) = &options.client.client_id {
+        request = request.with_preregistered_client(id.clone());
+        if let Some(secret) = &options.client.client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+    }
+    if let Some(metadata_url) = &options.client.client_metadata_url {
+        request = request.with_client_metadata_url(metadata_url.clone());
     }
     let session = AuthorizationSession::new(manager, request)
         .await
@@ -550,24 +561,27 @@ async fn respond(conn: &mut tokio::net::TcpStream, status: u16, text: &str) {
 }
 
 /// An HTTP client that sends the stored access token of `server` (refreshing it when it
-/// is about to expire); `None` when nothing usable is stored.
+/// is about to expire, as `client` when that is a pre-registered client with a secret);
+/// `None` when nothing usable is stored.
 pub(crate) async fn auth_client(
     server: &str,
     url: &str,
     store: &OAuthStore,
+    client: &OAuthClientIdentity,
 ) -> Result<Option<AuthClient<reqwest::Client>>, OAuthError> {
     if !store.has(server) {
         return Ok(None);
     }
     let cred_store = store.credential_store(server)?;
     // A broken file is the user's to fix; say so rather than silently logging out.
-    if cred_store.read()?.is_none() {
+    let Some(stored) = cred_store.read()? else {
         return Ok(None);
-    }
+    };
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(|e| flow(server, "discovery", e))?;
     manager.set_credential_store(cred_store);
+    discovery::discover(&mut manager, server, url, None).await?;
     let ready = manager
         .initialize_from_store()
         .await
@@ -575,8 +589,23 @@ pub(crate) async fn auth_client(
     if !ready {
         return Ok(None);
     }
+    // A confidential client authenticates its refresh requests with its secret; the
+    // stored credentials keep only the id.
+    if let (Some(id), Some(secret)) = (&client.client_id, &client.client_secret)
+        && *id == stored.client_id
+    {
+        let config = rmcp::transport::auth::OAuthClientConfig::new(id.clone(), REFRESH_REDIRECT)
+            .with_client_secret(secret.clone());
+        manager
+            .configure_client(config)
+            .map_err(|e| flow(server, "client configuration", e))?;
+    }
     Ok(Some(AuthClient::new(reqwest::Client::default(), manager)))
 }
+
+/// The redirect URI given to the OAuth client used only for refreshing (a refresh
+/// request carries none; the client type needs one).
+const REFRESH_REDIRECT: &str = "http://127.0.0.1/callback";
 
 #[cfg(test)]
 #[path = "oauth_tests.rs"]

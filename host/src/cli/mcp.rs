@@ -44,7 +44,8 @@ pub struct LoginArgs {
     /// How long to wait for the login to finish, in seconds.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
-    /// A scope to ask for (repeatable); default: what the server names.
+    /// A scope to ask for (repeatable); default: `scopes` of `[mcp.servers.NAME.oauth]`,
+    /// else what the server names.
     #[arg(long = "scope")]
     pub scopes: Vec<String>,
 }
@@ -78,11 +79,22 @@ async fn run_login(args: LoginArgs) -> anyhow::Result<ExitCode> {
              ([mcp.servers.{name}] url = \"https://...\")"
         );
     };
+    let client = server
+        .oauth_client()
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("mcp server {name}"))?;
+    let mut scopes = args.scopes.clone();
+    if scopes.is_empty()
+        && let Some(o) = &server.oauth
+    {
+        scopes = o.scopes.clone();
+    }
     let store = OAuthStore::default_location()?;
     let options = LoginOptions {
         headless: args.headless,
         timeout: Duration::from_secs(args.timeout.max(1)),
-        scopes: args.scopes.clone(),
+        scopes,
+        client,
     };
     let open = !args.headless && !args.no_browser && std::io::stderr().is_terminal();
     login(name, url, &store, &options, |auth_url| {

@@ -25,9 +25,14 @@ pub async fn approve(
         .transport()
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("mcp server {server}"))?;
+    let oauth_client = cfg
+        .oauth_client()
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("mcp server {server}"))?;
     let client = McpClient::new(server, transport)
         .with_timeout_duration(cfg.timeout())
-        .with_oauth_store(toolhost::mcp::oauth::OAuthStore::default_location().ok());
+        .with_oauth_store(toolhost::mcp::oauth::OAuthStore::default_location().ok())
+        .with_oauth_client(oauth_client);
     client
         .connect()
         .await

@@ -272,12 +272,14 @@ impl McpClient {
                 // OAuth credentials from `toolhost mcp login`, unless the operator set an
                 // `Authorization` header (theirs wins).
                 let oauth_client = match (&self.cfg.oauth, sent_token) {
-                    (Some(store), false) => crate::oauth::auth_client(&server, url, store)
-                        .await
-                        .map_err(|e| McpClientError::Config {
-                            server: server.clone(),
-                            message: e.to_string(),
-                        })?,
+                    (Some(store), false) => {
+                        crate::oauth::auth_client(&server, url, store, &self.cfg.oauth_client)
+                            .await
+                            .map_err(|e| McpClientError::Config {
+                                server: server.clone(),
+                                message: e.to_string(),
+                            })?
+                    }
                     _ => None,
                 };
                 let how = if oauth_client.is_some() {

@@ -17,6 +17,7 @@ mod gateway;
 mod http_auth;
 mod http_limits;
 mod keepalive;
+mod oauth_discovery;
 mod sandbox;
 mod server;
 mod support;

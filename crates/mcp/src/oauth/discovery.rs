@@ -1,0 +1,213 @@
+//! Which authorization server a login talks to, and as whom: [`OAuthClientIdentity`] (a
+//! pre-registered client or a Client ID Metadata Document URL, from
+//! `[mcp.servers.NAME.oauth]`) and [`discover`], rmcp's metadata discovery with the one
+//! compatibility case of the 2025-03-26 revision it refuses (docs/mcp.md, "Servers that
+//! log in with OAuth").
+//!
+//! That case: a server without protected-resource metadata serves its authorization
+//! server metadata at the root of its own origin (`/.well-known/oauth-authorization-server`),
+//! as the 2025-03-26 revision told servers to, but names an issuer with a path
+//! (`https://mcp.example/oauth`). RFC 8414 section 3.3 says the issuer must be the one the
+//! well-known URL was derived from, and rmcp enforces it. The check exists so that a
+//! document cannot speak for an authorization server elsewhere. Here the document, the
+//! issuer it names and every endpoint it lists are on the MCP server's own origin, the
+//! origin the client already talks to, so nothing is spoken for that is not the server's
+//! own: only then is the document accepted. Anything off that origin is still refused.
+
+use std::time::Duration;
+
+use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadata};
+
+use super::{OAuthError, flow};
+
+/// The largest authorization server metadata document read in the compatibility case.
+const MAX_METADATA_BYTES: usize = 256 * 1024;
+/// How long fetching it may take.
+const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How toolhost identifies itself to a server's authorization server. By default
+/// (everything `None`) it registers itself dynamically (RFC 7591).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct OAuthClientIdentity {
+    /// A client registered with the authorization server out of band: registration is
+    /// skipped and this id is used.
+    pub client_id: Option<String>,
+    /// The secret of that client (a confidential client), sent as the authorization
+    /// server's metadata asks (`client_secret_basic` unless only `client_secret_post` is
+    /// offered). Never shown.
+    pub client_secret: Option<String>,
+    /// The `https` URL of a Client ID Metadata Document describing toolhost, hosted by
+    /// the operator: used as the client id when the authorization server advertises
+    /// `client_id_metadata_document_supported` and no `client_id` is set.
+    pub client_metadata_url: Option<String>,
+}
+
+impl std::fmt::Debug for OAuthClientIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClientIdentity")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[hidden]"),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .finish()
+    }
+}
+
+/// Resolves the authorization server metadata of the MCP server at `url` (from the 401
+/// `challenge` when there is one) and sets it on `manager`.
+pub(super) async fn discover(
+    manager: &mut AuthorizationManager,
+    server: &str,
+    url: &str,
+    challenge: Option<&str>,
+) -> Result<(), OAuthError> {
+    match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => {
+            manager.set_metadata(resolution.metadata);
+            Ok(())
+        }
+        Err(AuthError::AuthorizationServerMismatch {
+            expected_issuer,
+            received_issuer,
+        }) => {
+            let refused = || {
+                flow(
+                    server,
+                    "discovery",
+                    format!(
+                        "the authorization server metadata names issuer {received_issuer} but \
+                         was fetched for {expected_issuer} (RFC 8414, section 3.3)"
+                    ),
+                )
+            };
+            let Some(origin) = same_origin_root(url, &expected_issuer, &received_issuer) else {
+                return Err(refused());
+            };
+            let metadata = fetch_root_metadata(server, &origin).await?;
+            if metadata.issuer.as_deref() != Some(received_issuer.as_str())
+                || !endpoints_on(&metadata, &origin)
+            {
+                return Err(refused());
+            }
+            tracing::info!(
+                server,
+                issuer = %received_issuer,
+                "using the authorization server metadata at the root of the MCP server's \
+                 origin (2025-03-26 discovery; its issuer has a path on the same origin)"
+            );
+            manager.set_metadata(metadata);
+            Ok(())
+        }
+        Err(e) => Err(flow(server, "discovery", e)),
+    }
+}
+
+/// The origin of `url` (`scheme://host:port`) when `expected` is that origin's root (the
+/// metadata was found at `/.well-known/oauth-authorization-server`) and `received` is on
+/// the same origin; `None` otherwise.
+fn same_origin_root(url: &str, expected: &str, received: &str) -> Option<url::Url> {
+    let server = url::Url::parse(url).ok()?;
+    let expected = url::Url::parse(expected).ok()?;
+    let received = url::Url::parse(received).ok()?;
+    let origin = server.origin();
+    let at_root = matches!(expected.path(), "" | "/")
+        && expected.query().is_none()
+        && expected.origin() == origin;
+    if !at_root || received.origin() != origin || !origin.is_tuple() {
+        return None;
+    }
+    url::Url::parse(&origin.ascii_serialization()).ok()
+}
+
+/// Whether every endpoint the metadata names is on `origin`.
+fn endpoints_on(metadata: &AuthorizationMetadata, origin: &url::Url) -> bool {
+    let on =
+        |endpoint: &str| url::Url::parse(endpoint).is_ok_and(|u| u.origin() == origin.origin());
+    on(&metadata.authorization_endpoint)
+        && on(&metadata.token_endpoint)
+        && metadata.registration_endpoint.as_deref().is_none_or(on)
+}
+
+/// `GET {origin}/.well-known/oauth-authorization-server`, without redirects, bounded in
+/// time and size.
+async fn fetch_root_metadata(
+    server: &str,
+    origin: &url::Url,
+) -> Result<AuthorizationMetadata, OAuthError> {
+    let fail = |e: &dyn std::fmt::Display| flow(server, "discovery", e);
+    let at = origin
+        .join("/.well-known/oauth-authorization-server")
+        .map_err(|e| fail(&e))?;
+    let client = reqwest::Client::builder()
+        .timeout(METADATA_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| fail(&e))?;
+    let mut response = client.get(at).send().await.map_err(|e| fail(&e))?;
+    if !response.status().is_success() {
+        return Err(fail(&format!(
+            "authorization server metadata: HTTP {}",
+            response.status()
+        )));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| fail(&e))? {
+        if body.len() + chunk.len() > MAX_METADATA_BYTES {
+            return Err(fail(&format!(
+                "authorization server metadata is larger than {MAX_METADATA_BYTES} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&body).map_err(|e| fail(&format!("authorization server metadata: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_servers_own_origin_root_is_relaxed() {
+        let url = "http://127.0.0.1:4000/mcp";
+        let root = "http://127.0.0.1:4000/";
+        assert!(same_origin_root(url, root, "http://127.0.0.1:4000/oauth").is_some());
+        // Another origin named as issuer, or found elsewhere than the root: refused.
+        assert!(same_origin_root(url, root, "http://127.0.0.1:4001/oauth").is_none());
+        assert!(same_origin_root(url, root, "https://evil.example/oauth").is_none());
+        assert!(
+            same_origin_root(
+                url,
+                "http://127.0.0.1:4000/tenant",
+                "http://127.0.0.1:4000/x"
+            )
+            .is_none()
+        );
+        assert!(same_origin_root(url, "http://other:4000/", "http://other:4000/x").is_none());
+    }
+
+    #[test]
+    fn endpoints_must_stay_on_the_origin() {
+        let origin = url::Url::parse("http://127.0.0.1:4000").unwrap_or_else(|e| panic!("{e}"));
+        let mut m = AuthorizationMetadata::default();
+        m.authorization_endpoint = "http://127.0.0.1:4000/oauth/authorize".into();
+        m.token_endpoint = "http://127.0.0.1:4000/oauth/token".into();
+        assert!(endpoints_on(&m, &origin));
+        m.registration_endpoint = Some("https://evil.example/register".into());
+        assert!(!endpoints_on(&m, &origin));
+        m.registration_endpoint = None;
+        m.token_endpoint = "https://evil.example/token".into();
+        assert!(!endpoints_on(&m, &origin));
+    }
+
+    #[test]
+    fn the_secret_is_not_shown() {
+        let id = OAuthClientIdentity {
+            client_id: Some("c".into()),
+            client_secret: Some("s3cret-value".into()),
+            client_metadata_url: None,
+        };
+        assert!(!format!("{id:?}").contains("s3cret"));
+    }
+}
