@@ -12,6 +12,7 @@ pub mod audit;
 pub mod call;
 pub mod chat;
 pub mod common;
+pub mod elicit;
 pub mod inspect;
 pub mod install;
 pub mod list;

@@ -263,7 +263,12 @@ fn toolhost_as_a_client_passes_the_client_scenarios() {
     let dir = temp_dir("conformance-client");
     let out = dir.join("results");
     let command = fixtures().join("conformance_client.sh");
-    for scenario in ["initialize", "tools_call", "sse-retry"] {
+    for scenario in [
+        "initialize",
+        "tools_call",
+        "sse-retry",
+        "elicitation-sep1034-client-defaults",
+    ] {
         let run = Command::new(suite.node())
             .arg(suite.conformance())
             .args(["client", "--command"])

@@ -4,6 +4,10 @@
 //! the client whose call they belong to, and so that an approval can be asked of that
 //! client's user (elicitation).
 //!
+//! Outside `serve` (the CLI on a terminal) there is no MCP client behind a call, but
+//! there may be a person: a [`LocalUser`] in the call's context answers a wrapped
+//! server's form elicitation there.
+//!
 //! A wrapped server's request names no call, so it goes to the client of the calls in
 //! flight on that server; if calls of several sessions are in flight there, it is
 //! refused as ambiguous rather than shown to the wrong user ([`one_downstream`]).
@@ -12,6 +16,9 @@
 // requests); clients and servers of the 2025-11-25 protocol use them.
 #![allow(deprecated)]
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ErrorData;
@@ -147,6 +154,52 @@ async fn bounded<T>(
             None,
         )),
     }
+}
+
+/// How a [`LocalUser`] answers: given the server's name and its request.
+pub type AskLocalUser = dyn Fn(String, ElicitRequestParams) -> Pin<Box<dyn Future<Output = ElicitResult> + Send>>
+    + Send
+    + Sync;
+
+/// The person who made a call outside `serve` (the CLI on a terminal), put into the
+/// call's [`ToolContext`]: a wrapped server's form elicitation during the call is asked
+/// of them when no client of `serve` is behind it.
+#[derive(Clone)]
+pub struct LocalUser {
+    ask: Arc<AskLocalUser>,
+}
+
+impl std::fmt::Debug for LocalUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalUser").finish_non_exhaustive()
+    }
+}
+
+impl LocalUser {
+    /// A user who answers with `ask(server, request)`.
+    pub fn new(ask: Arc<AskLocalUser>) -> Self {
+        Self { ask }
+    }
+
+    /// Asks them, waiting at most `timeout` (then the request is cancelled).
+    pub async fn elicit(
+        &self,
+        server: &str,
+        params: ElicitRequestParams,
+        timeout: Duration,
+    ) -> ElicitResult {
+        match tokio::time::timeout(timeout, (self.ask)(server.to_string(), params)).await {
+            Ok(r) => r,
+            Err(_) => ElicitResult::new(rmcp::model::ElicitationAction::Cancel),
+        }
+    }
+}
+
+/// The local user behind one of `calls`, if any.
+pub fn local_user<'a>(calls: impl IntoIterator<Item = &'a ToolContext>) -> Option<LocalUser> {
+    calls
+        .into_iter()
+        .find_map(|ctx| ctx.get::<LocalUser>().cloned())
 }
 
 /// The one client whose calls are in flight among `calls`: an error naming the problem

@@ -6,6 +6,9 @@
 //!   server over stdio or Streamable HTTP.
 //! - [`gateway`] gathers what the wrapped servers offer besides tools (resources,
 //!   prompts, completions, logs) for the server to pass on.
+//! - [`downstream`] is whoever is behind a call: the client of `serve` or the person at
+//!   the CLI's terminal, asked a wrapped server's sampling, elicitation and roots; [`form`]
+//!   turns an elicitation's schema into questions and typed answers into values.
 //! - [`oauth`] logs in to HTTP servers that want OAuth 2.1 and stores their credentials.
 //! - [`sandbox`] confines a stdio server that declares `sandbox = { ... }` (Linux: Landlock
 //!   and seccomp; see docs/permissions.md, "Sandboxed MCP servers").
@@ -20,6 +23,7 @@ pub mod config;
 pub mod content;
 pub mod downstream;
 mod error;
+pub mod form;
 pub mod gateway;
 pub mod info;
 pub mod oauth;
@@ -33,7 +37,7 @@ pub mod tool;
 pub use approver::ClientApprover;
 pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 pub use config::{McpConfig, McpServerConfig};
-pub use downstream::DownstreamClient;
+pub use downstream::{DownstreamClient, LocalUser};
 pub use error::{
     McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
 };

@@ -24,7 +24,8 @@ pub struct CallArgs {
     #[arg(long)]
     pub json_output: bool,
     /// Approve this call if the tool is destructive (without it, a terminal is asked, and
-    /// with no terminal the call is denied).
+    /// with no terminal the call is denied). A wrapped MCP server's questions during the
+    /// call (elicitation) are asked on the terminal too; with no terminal they are refused.
     #[arg(long)]
     pub yes: bool,
     /// Append this call's audit record (one JSON line) to FILE; off by default for
@@ -38,11 +39,13 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments: serde_json::Value = serde_json::from_str(&args.json)
         .with_context(|| format!("the arguments are not valid JSON: {}", args.json))?;
     let (registry, _problems) = super::common::build_registry(&args.host).await?;
+    let console: Arc<std::sync::Mutex<()>> = Arc::default();
+    let terminal = std::io::stdin().is_terminal();
     let approver: Arc<dyn Approver> = if args.yes {
         Arc::new(StaticApprover(ApprovalDecision::AllowOnce))
-    } else if std::io::stdin().is_terminal() {
+    } else if terminal {
         Arc::new(super::approver::TerminalApprover {
-            console: Arc::default(),
+            console: console.clone(),
         })
     } else {
         Arc::new(super::approver::NobodyToAsk {
@@ -54,7 +57,10 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         let config = super::common::load_config(&args.host)?.audit;
         super::audit::attach(&registry, path.clone(), &config)?;
     }
-    let ctx = ToolContext::new("cli", "cli");
+    let mut ctx = ToolContext::new("cli", "cli");
+    if terminal {
+        ctx = ctx.with(super::elicit::terminal_user(console));
+    }
     let inv = registry
         .invoke_call(ToolCall::new(&args.tool, arguments), &ctx)
         .await;

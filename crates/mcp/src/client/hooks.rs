@@ -37,17 +37,20 @@ pub(super) struct Hooks {
 }
 
 impl Hooks {
-    /// The client of `serve` whose calls are in flight on this server.
-    fn downstream(&self, what: &str) -> Result<crate::DownstreamClient, rmcp::ErrorData> {
-        let calls: Vec<ToolContext> = self
-            .progress
+    /// The contexts of the calls in flight on this server.
+    fn calls(&self) -> Vec<ToolContext> {
+        self.progress
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
             .filter(|r| !r.answered)
             .map(|r| r.ctx.clone())
-            .collect();
-        crate::downstream::one_downstream(&calls, what)
+            .collect()
+    }
+
+    /// The client of `serve` whose calls are in flight on this server.
+    fn downstream(&self, what: &str) -> Result<crate::DownstreamClient, rmcp::ErrorData> {
+        crate::downstream::one_downstream(&self.calls(), what)
     }
 }
 
@@ -97,9 +100,15 @@ impl rmcp::ClientHandler for Hooks {
         params: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        self.downstream("elicitation/create")?
-            .elicit(params, self.timeout)
-            .await
+        match self.downstream("elicitation/create") {
+            Ok(d) => d.elicit(params, self.timeout).await,
+            // No client of `serve` behind the call: the person at the CLI's terminal, if
+            // the call came from there.
+            Err(e) => match crate::downstream::local_user(&self.calls()) {
+                Some(user) => Ok(user.elicit(&self.server, params, self.timeout).await),
+                None => Err(e),
+            },
+        }
     }
 
     async fn list_roots(
