@@ -80,13 +80,13 @@ const CLIENT_AUTH_PASSING: &[&str] = &[
     "pre-registration",
     "basic-cimd",
     "2025-03-26-oauth-metadata-backcompat",
+    "scope-step-up",
+    "client-credentials-basic",
+    "client-credentials-jwt",
 ];
 
 /// The client's OAuth scenarios that fail today, with the reason (also in docs/mcp.md).
-const CLIENT_AUTH_EXPECTED_FAILURES: &[(&str, &str)] = &[(
-    "scope-step-up",
-    "no re-authorization for a 403 insufficient_scope during a session",
-)];
+const CLIENT_AUTH_EXPECTED_FAILURES: &[(&str, &str)] = &[];
 
 /// The suite's scenarios check behaviour with timing in it (notifications during a call,
 /// the delay before an SSE reconnect): the tests of this file run one at a time, so their

@@ -24,6 +24,7 @@
 mod connection;
 mod features;
 mod hooks;
+mod http_client;
 mod transport;
 
 use std::collections::HashMap;
@@ -89,6 +90,8 @@ struct Shared {
     /// not at every reconnect).
     warned_unsandboxed: AtomicBool,
     stop: CancellationToken,
+    /// The challenge of the last 403 `insufficient_scope` that ended an HTTP connection.
+    denied: http_client::Denied,
 }
 
 /// An MCP client: the connection to one server, its tool cache and its calls.
@@ -149,6 +152,7 @@ impl McpClient {
                 closed: AtomicBool::new(false),
                 warned_unsandboxed: AtomicBool::new(false),
                 stop: CancellationToken::new(),
+                denied: Arc::default(),
             }),
         }
     }
@@ -344,8 +348,66 @@ impl McpClient {
     }
 
     /// Calls a tool in a context: progress notifications go to `ctx.report_progress`, and
-    /// cancelling `ctx` sends `notifications/cancelled`.
+    /// cancelling `ctx` sends `notifications/cancelled`. When an HTTP server with a
+    /// stored OAuth login answers 403 `insufficient_scope` and `ctx` carries a
+    /// [`crate::LocalUser`] who logs in, they log in again with the scope the server
+    /// names, and the call is made once more.
     pub async fn call_tool_output(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, McpClientError> {
+        let first = self.call_tool_once(name, args.clone(), ctx).await;
+        let challenge = match &first {
+            Err(McpClientError::Unauthorized {
+                status: 403,
+                challenge: Some(c),
+                ..
+            }) => c.clone(),
+            _ => return first,
+        };
+        let Some(login) = ctx.get::<crate::LocalUser>().and_then(|u| u.login()) else {
+            return first;
+        };
+        self.step_up(&challenge, login).await?;
+        self.call_tool_once(name, args, ctx).await
+    }
+
+    /// A new login through `login` for the scope a 403 `challenge` names (only for a
+    /// Streamable HTTP server whose credentials come from the OAuth store).
+    async fn step_up(
+        &self,
+        challenge: &str,
+        login: &crate::LocalLogin,
+    ) -> Result<(), McpClientError> {
+        let server = self.cfg.server.clone();
+        let refused = |hint: String| McpClientError::Unauthorized {
+            server: server.clone(),
+            status: 403,
+            hint,
+            challenge: None,
+        };
+        let (McpTransport::StreamableHttp { url, .. }, Some(store)) =
+            (&self.cfg.transport, &self.cfg.oauth)
+        else {
+            return Err(refused(
+                "the server asks for more scope, and its credential is not an OAuth login".into(),
+            ));
+        };
+        crate::oauth::step_up(
+            &server,
+            url,
+            store,
+            &self.cfg.oauth_client,
+            challenge,
+            login,
+        )
+        .await
+        .map_err(|e| refused(format!("logging in again for more scope failed: {e}")))
+    }
+
+    async fn call_tool_once(
         &self,
         name: &str,
         args: Value,

@@ -123,9 +123,21 @@ pub struct McpOAuthConfig {
     pub client_secret_file: Option<std::path::PathBuf>,
     /// The `https` URL of toolhost's Client ID Metadata Document, hosted by the operator.
     pub client_metadata_url: Option<String>,
-    /// The scopes `toolhost mcp login` asks for when given no `--scope`.
+    /// The scopes `toolhost mcp login` asks for when given no `--scope` (and a machine
+    /// client's tokens).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// `authorization_code` (the default: a person logs in) or `client_credentials` (a
+    /// machine client: toolhost gets its tokens itself with `client_id` and its secret
+    /// or `private_key_file`).
+    #[serde(default)]
+    pub grant: crate::oauth::OAuthGrant,
+    /// (`client_credentials`) A PEM private key (RSA or EC, not accessible by group or
+    /// others) to authenticate with a signed assertion (`private_key_jwt`).
+    pub private_key_file: Option<std::path::PathBuf>,
+    /// The algorithm of `private_key_file`: `RS256` (the default), `RS384`, `RS512`,
+    /// `ES256` or `ES384`.
+    pub signing_algorithm: Option<String>,
 }
 
 /// One `[mcp.servers.NAME]` entry: `command` (stdio) or `url` (Streamable HTTP).
@@ -331,10 +343,60 @@ impl McpServerConfig {
                 )));
             }
         }
+        let machine = o.grant == crate::oauth::OAuthGrant::ClientCredentials;
+        let private_key = match &o.private_key_file {
+            None => None,
+            Some(_) if !machine => {
+                return Err(bad(
+                    "`private_key_file` is for `grant = \"client_credentials\"`".into(),
+                ));
+            }
+            Some(path) => Some(crate::oauth::SigningKey {
+                pem: read_private_file(path).map_err(|m| {
+                    bad(format!("`private_key_file = \"{}\"`: {m}", path.display()))
+                })?,
+                algorithm: o
+                    .signing_algorithm
+                    .clone()
+                    .unwrap_or_else(|| "RS256".into()),
+            }),
+        };
+        if let Some(alg) = &o.signing_algorithm
+            && !["RS256", "RS384", "RS512", "ES256", "ES384"].contains(&alg.as_str())
+        {
+            return Err(bad(format!(
+                "`signing_algorithm = {alg:?}`: use RS256, RS384, RS512, ES256 or ES384"
+            )));
+        }
+        if machine {
+            if o.client_id.is_none() {
+                return Err(bad(
+                    "`grant = \"client_credentials\"` needs the `client_id` registered for \
+                     toolhost"
+                        .into(),
+                ));
+            }
+            if client_secret.is_some() == private_key.is_some() {
+                return Err(bad(
+                    "`grant = \"client_credentials\"` needs one of `client_secret_env`, \
+                     `client_secret_file` and `private_key_file`"
+                        .into(),
+                ));
+            }
+            if o.client_metadata_url.is_some() {
+                return Err(bad(
+                    "`client_metadata_url` is for logins; a machine client has a `client_id`"
+                        .into(),
+                ));
+            }
+        }
         Ok(crate::oauth::OAuthClientIdentity {
+            grant: o.grant,
+            private_key,
             client_id: o.client_id.clone(),
             client_secret,
             client_metadata_url: o.client_metadata_url.clone(),
+            scopes: o.scopes.clone(),
         })
     }
 
@@ -344,6 +406,28 @@ impl McpServerConfig {
             .map(Duration::from_secs)
             .unwrap_or(DEFAULT_MCP_TIMEOUT)
     }
+}
+
+/// The whole content of a private key file, which must not be accessible by group or
+/// others and must be under 64 KiB; what is wrong with it otherwise (never its content).
+fn read_private_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "it is accessible by group or others (mode {mode:04o}); a private key is a \
+                 secret: run `chmod 600 {}`",
+                path.display()
+            ));
+        }
+    }
+    if meta.len() > 64 * 1024 {
+        return Err("larger than 64 KiB; not a private key".into());
+    }
+    std::fs::read(path).map_err(|e| e.to_string())
 }
 
 /// The secret in the environment variable `var`, trimmed; what is wrong with it
@@ -713,6 +797,50 @@ mod tests {
             let e = parse(extra).oauth_client().unwrap_err().to_string();
             assert!(e.contains(says), "{extra}: {e}");
         }
+        // Machine clients: a client id and exactly one of a secret and a private key,
+        // the key private to its owner.
+        let key = dir.join("key.pem");
+        std::fs::write(&key, "-----BEGIN PRIVATE KEY-----\nsecret-key-material\n").unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let machine = parse(&format!(
+            "grant = \"client_credentials\"\nclient_id = \"m\"\nprivate_key_file = \"{}\"\nsigning_algorithm = \"ES256\"",
+            key.display()
+        ))
+        .oauth_client()
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(machine.grant, crate::oauth::OAuthGrant::ClientCredentials);
+        assert!(!format!("{machine:?}").contains("secret-key-material"));
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let e = parse(&format!(
+            "grant = \"client_credentials\"\nclient_id = \"m\"\nprivate_key_file = \"{}\"",
+            key.display()
+        ))
+        .oauth_client()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("chmod 600") && !e.contains("secret-key-material"),
+            "{e}"
+        );
+        for (extra, says) in [
+            ("grant = \"client_credentials\"", "needs the `client_id`"),
+            (
+                "grant = \"client_credentials\"\nclient_id = \"m\"",
+                "needs one of",
+            ),
+            (
+                "client_id = \"m\"\nprivate_key_file = \"/nonexistent\"",
+                "is for `grant",
+            ),
+            (
+                "grant = \"client_credentials\"\nclient_id = \"m\"\nclient_secret_env = \"PATH\"\nsigning_algorithm = \"none\"",
+                "signing_algorithm",
+            ),
+        ] {
+            let e = parse(extra).oauth_client().unwrap_err().to_string();
+            assert!(e.contains(says), "{extra}: {e}");
+        }
+
         // Unknown keys are refused (a typo must not silently fall back to registration).
         let typo: Result<McpServerConfig, _> =
             toml::from_str("url = \"http://127.0.0.1:1/mcp\"\n[oauth]\nclient_ud = \"a\"");

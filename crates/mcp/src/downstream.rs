@@ -156,50 +156,100 @@ async fn bounded<T>(
     }
 }
 
-/// How a [`LocalUser`] answers: given the server's name and its request.
+/// How a [`LocalUser`] answers a form elicitation: given the server's name and its
+/// request.
 pub type AskLocalUser = dyn Fn(String, ElicitRequestParams) -> Pin<Box<dyn Future<Output = ElicitResult> + Send>>
     + Send
     + Sync;
 
-/// The person who made a call outside `serve` (the CLI on a terminal), put into the
-/// call's [`ToolContext`]: a wrapped server's form elicitation during the call is asked
-/// of them when no client of `serve` is behind it.
+/// How a [`LocalUser`] logs in again when a server asks for more OAuth scope during a
+/// call (HTTP 403 `insufficient_scope`).
 #[derive(Clone)]
+pub enum LocalLogin {
+    /// A person: the authorization URL is given to this function (the CLI prints it on
+    /// stderr and opens a browser), then the login waits for the callback.
+    Person(Arc<dyn Fn(&str) + Send + Sync>),
+    /// Automation: the authorization URL's redirects are followed without a person,
+    /// which works only with authorization servers that approve without asking.
+    Headless,
+}
+
+impl std::fmt::Debug for LocalLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LocalLogin::Person(_) => "Person",
+            LocalLogin::Headless => "Headless",
+        })
+    }
+}
+
+/// The person who made a call outside `serve` (the CLI), put into the call's
+/// [`ToolContext`]: a wrapped server's form elicitation during the call is asked of them
+/// when no client of `serve` is behind it, and a server that asks for more OAuth scope
+/// gets a new login through them. Each ability is optional.
+#[derive(Clone, Default)]
 pub struct LocalUser {
-    ask: Arc<AskLocalUser>,
+    ask: Option<Arc<AskLocalUser>>,
+    login: Option<LocalLogin>,
 }
 
 impl std::fmt::Debug for LocalUser {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalUser").finish_non_exhaustive()
+        f.debug_struct("LocalUser")
+            .field("answers_forms", &self.ask.is_some())
+            .field("login", &self.login)
+            .finish()
     }
 }
 
 impl LocalUser {
-    /// A user who answers with `ask(server, request)`.
-    pub fn new(ask: Arc<AskLocalUser>) -> Self {
-        Self { ask }
+    /// Someone who answers form elicitations with `ask(server, request)`.
+    pub fn with_elicitation(mut self, ask: Arc<AskLocalUser>) -> Self {
+        self.ask = Some(ask);
+        self
     }
 
-    /// Asks them, waiting at most `timeout` (then the request is cancelled).
+    /// Someone who logs in again, as `login` says, when a server asks for more scope.
+    pub fn with_login(mut self, login: LocalLogin) -> Self {
+        self.login = Some(login);
+        self
+    }
+
+    /// How they log in, if they do.
+    pub fn login(&self) -> Option<&LocalLogin> {
+        self.login.as_ref()
+    }
+
+    /// Whether they answer form elicitations.
+    pub fn answers_forms(&self) -> bool {
+        self.ask.is_some()
+    }
+
+    /// Asks them, waiting at most `timeout` (then the request is cancelled); declined
+    /// when they do not answer forms.
     pub async fn elicit(
         &self,
         server: &str,
         params: ElicitRequestParams,
         timeout: Duration,
     ) -> ElicitResult {
-        match tokio::time::timeout(timeout, (self.ask)(server.to_string(), params)).await {
+        let Some(ask) = &self.ask else {
+            return ElicitResult::new(rmcp::model::ElicitationAction::Decline);
+        };
+        match tokio::time::timeout(timeout, ask(server.to_string(), params)).await {
             Ok(r) => r,
             Err(_) => ElicitResult::new(rmcp::model::ElicitationAction::Cancel),
         }
     }
 }
 
-/// The local user behind one of `calls`, if any.
+/// The local user behind one of `calls` who answers forms, if any.
 pub fn local_user<'a>(calls: impl IntoIterator<Item = &'a ToolContext>) -> Option<LocalUser> {
     calls
         .into_iter()
-        .find_map(|ctx| ctx.get::<LocalUser>().cloned())
+        .filter_map(|ctx| ctx.get::<LocalUser>())
+        .find(|u| u.answers_forms())
+        .cloned()
 }
 
 /// The one client whose calls are in flight among `calls`: an error naming the problem

@@ -122,6 +122,9 @@ pub enum McpClientError {
         /// What to do, with the server's `WWW-Authenticate` challenge (escaped and
         /// shortened: the server is not trusted) when it sent one.
         hint: String,
+        /// The challenge as the server sent it (at most 4 KiB), for a caller that acts
+        /// on it (a new login with more scope); not for showing.
+        challenge: Option<String>,
     },
     /// The transport configuration is invalid (bad URL, bad header).
     #[error("MCP server '{server}': invalid configuration: {message}")]

@@ -37,7 +37,7 @@ pub mod tool;
 pub use approver::ClientApprover;
 pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
 pub use config::{McpConfig, McpServerConfig};
-pub use downstream::{DownstreamClient, LocalUser};
+pub use downstream::{DownstreamClient, LocalLogin, LocalUser};
 pub use error::{
     McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
 };

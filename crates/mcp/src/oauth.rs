@@ -21,7 +21,11 @@ use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod discovery;
-pub use discovery::OAuthClientIdentity;
+mod machine;
+mod step_up;
+pub use discovery::{OAuthClientIdentity, OAuthGrant, SigningKey};
+pub use machine::MachineAuth;
+pub(crate) use step_up::step_up;
 
 /// The longest credential file read (a token response is a few KiB).
 const MAX_CREDENTIAL_FILE: u64 = 256 * 1024;

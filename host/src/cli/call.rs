@@ -8,6 +8,7 @@ use clap::Args;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
+use toolhost::mcp::{LocalLogin, LocalUser};
 use toolhost::tools::{ApprovalDecision, Approver, StaticApprover, ToolCall, ToolContext};
 
 /// Arguments of `toolhost call`.
@@ -28,10 +29,29 @@ pub struct CallArgs {
     /// call (elicitation) are asked on the terminal too; with no terminal they are refused.
     #[arg(long)]
     pub yes: bool,
+    /// When a server asks for more OAuth scope during the call (HTTP 403
+    /// `insufficient_scope`): `browser` shows the authorization URL (and opens a browser)
+    /// and waits for the login, then calls again; `headless` follows the URL's redirects
+    /// without a person (automation, for authorization servers that approve without
+    /// asking); `never` fails, saying what to do. Default: `browser` on a terminal, else
+    /// `never`.
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub login: Option<LoginMode>,
     /// Append this call's audit record (one JSON line) to FILE; off by default for
     /// one-shot calls (see docs/permissions.md, "Audit trail").
     #[arg(long, value_name = "FILE")]
     pub audit: Option<std::path::PathBuf>,
+}
+
+/// How `toolhost call` logs in again when a server asks for more scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoginMode {
+    /// Show the authorization URL, open a browser and wait.
+    Browser,
+    /// Follow the authorization URL's redirects without a person.
+    Headless,
+    /// Do not log in again; fail with what to do.
+    Never,
 }
 
 /// Runs `toolhost call`.
@@ -58,9 +78,34 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         super::audit::attach(&registry, path.clone(), &config)?;
     }
     let mut ctx = ToolContext::new("cli", "cli");
-    if terminal {
-        ctx = ctx.with(super::elicit::terminal_user(console));
+    let mut user = if terminal {
+        super::elicit::terminal_user(console)
+    } else {
+        LocalUser::default()
+    };
+    let login = args.login.unwrap_or(if terminal {
+        LoginMode::Browser
+    } else {
+        LoginMode::Never
+    });
+    match login {
+        LoginMode::Browser => {
+            let open = std::io::stderr().is_terminal();
+            user = user.with_login(LocalLogin::Person(Arc::new(move |url: &str| {
+                eprintln!(
+                    "The MCP server asks for more authorization; to log in, open this URL in a \
+                     browser:\n\n  {}\n",
+                    super::term::text(url)
+                );
+                if open {
+                    super::mcp::open_browser(url);
+                }
+            })));
+        }
+        LoginMode::Headless => user = user.with_login(LocalLogin::Headless),
+        LoginMode::Never => {}
     }
+    ctx = ctx.with(user);
     let inv = registry
         .invoke_call(ToolCall::new(&args.tool, arguments), &ctx)
         .await;

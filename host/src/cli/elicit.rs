@@ -23,7 +23,7 @@ const MAX_MESSAGE: usize = 2000;
 /// The person at this terminal; `console` is held while asking, so questions do not
 /// interleave with an approval prompt.
 pub fn terminal_user(console: Arc<Mutex<()>>) -> LocalUser {
-    LocalUser::new(Arc::new(
+    LocalUser::default().with_elicitation(Arc::new(
         move |server: String, params: ElicitRequestParams| {
             let console = console.clone();
             Box::pin(async move {

@@ -83,12 +83,17 @@ async fn run_login(args: LoginArgs) -> anyhow::Result<ExitCode> {
         .oauth_client()
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("mcp server {name}"))?;
-    let mut scopes = args.scopes.clone();
-    if scopes.is_empty()
-        && let Some(o) = &server.oauth
-    {
-        scopes = o.scopes.clone();
+    if client.grant == toolhost::mcp::oauth::OAuthGrant::ClientCredentials {
+        bail!(
+            "MCP server {name} is a machine client (`grant = \"client_credentials\"`): \
+             toolhost gets its tokens itself, there is nothing to log in to"
+        );
     }
+    let scopes = if args.scopes.is_empty() {
+        client.scopes.clone()
+    } else {
+        args.scopes.clone()
+    };
     let store = OAuthStore::default_location()?;
     let options = LoginOptions {
         headless: args.headless,
@@ -138,7 +143,7 @@ fn run_logout(args: LogoutArgs) -> anyhow::Result<ExitCode> {
 /// Opens `url` with the platform's opener, if it is an http(s) URL (it comes from the
 /// authorization server: nothing else, such as `file:` or an option, is passed on).
 /// Failing to open is fine: the URL is printed.
-fn open_browser(url: &str) {
+pub(super) fn open_browser(url: &str) {
     let web = url.starts_with("https://") || url.starts_with("http://");
     if !web || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return;

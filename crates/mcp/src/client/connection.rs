@@ -168,6 +168,27 @@ impl McpClient {
                     }
                     None => slot.last_error.clone(),
                 };
+                // An HTTP server that ended the session with 403 `insufficient_scope`.
+                let denied = self
+                    .shared
+                    .denied
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take();
+                if let Some(challenge) = denied {
+                    let hint = super::transport::unauthorized_hint(
+                        &server,
+                        403,
+                        Some(&challenge),
+                        super::transport::Credential::OAuth,
+                    );
+                    return McpClientError::Unauthorized {
+                        server,
+                        status: 403,
+                        hint,
+                        challenge: Some(challenge),
+                    };
+                }
                 McpClientError::Closed {
                     server,
                     message: format!("{message} (during {what}); the next call reconnects"),

@@ -159,7 +159,7 @@ const MAX_CHALLENGE_SHOWN: usize = 200;
 /// What to do about a 401/403 from `server`: the config keys to set, or that the server
 /// wants OAuth (its challenge names `resource_metadata`, as MCP authorization servers
 /// do), with the challenge itself escaped and shortened.
-fn unauthorized_hint(
+pub(super) fn unauthorized_hint(
     server: &str,
     status: u16,
     challenge: Option<&str>,
@@ -177,6 +177,12 @@ fn unauthorized_hint(
             "the server asks for OAuth 2.1 authorization and no login is stored for it; run \
              `toolhost mcp login {server}` (or, if the server also accepts a static token, \
              set `bearer_token_env = \"VAR\"` or `bearer_token_file` in [mcp.servers.{server}])"
+        )
+    } else if status == 403 && how == Credential::OAuth {
+        format!(
+            "the server asks for more scope than the stored login has; run `toolhost mcp \
+             login {server}` with `--scope` for each scope it names (or, for `toolhost call`, \
+             let it log in when asked: on a terminal, or with `--login`)"
         )
     } else if status == 403 {
         format!(
@@ -211,7 +217,7 @@ fn unauthorized_hint(
 
 /// Which credential the handshake sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Credential {
+pub(super) enum Credential {
     None,
     /// A configured `Authorization` header (`bearer_token_env`, `bearer_token_file`, ...).
     Bearer,
@@ -271,7 +277,11 @@ impl McpClient {
                 let sent_token = auth.is_some();
                 // OAuth credentials from `toolhost mcp login`, unless the operator set an
                 // `Authorization` header (theirs wins).
+                let machine = self.cfg.oauth_client.grant
+                    == crate::oauth::OAuthGrant::ClientCredentials
+                    && !sent_token;
                 let oauth_client = match (&self.cfg.oauth, sent_token) {
+                    _ if machine => None,
                     (Some(store), false) => {
                         crate::oauth::auth_client(&server, url, store, &self.cfg.oauth_client)
                             .await
@@ -282,7 +292,22 @@ impl McpClient {
                     }
                     _ => None,
                 };
-                let how = if oauth_client.is_some() {
+                // A machine client gets its token itself, now and whenever it expires.
+                let machine = if machine {
+                    let auth =
+                        crate::oauth::MachineAuth::connect(&server, url, &self.cfg.oauth_client)
+                            .await
+                            .map_err(|e| McpClientError::Unauthorized {
+                                server: server.clone(),
+                                status: 401,
+                                hint: e.to_string(),
+                                challenge: None,
+                            })?;
+                    Some(auth)
+                } else {
+                    None
+                };
+                let how = if oauth_client.is_some() || machine.is_some() {
                     Credential::OAuth
                 } else if sent_token {
                     Credential::Bearer
@@ -291,6 +316,21 @@ impl McpClient {
                 };
                 let served = match oauth_client {
                     Some(client) => {
+                        // Keeps the challenge of a 403 `insufficient_scope` mid-session.
+                        let client = super::http_client::Watched {
+                            inner: client,
+                            denied: self.shared.denied.clone(),
+                            machine: None,
+                        };
+                        let transport = StreamableHttpClientTransport::with_client(client, cfg);
+                        tokio::time::timeout(timeout, hooks.serve(transport)).await
+                    }
+                    None if machine.is_some() => {
+                        let client = super::http_client::Watched {
+                            inner: reqwest::Client::default(),
+                            denied: self.shared.denied.clone(),
+                            machine,
+                        };
                         let transport = StreamableHttpClientTransport::with_client(client, cfg);
                         tokio::time::timeout(timeout, hooks.serve(transport)).await
                     }
@@ -309,6 +349,7 @@ impl McpClient {
                                 server,
                                 status,
                                 hint,
+                                challenge,
                             });
                         }
                         return Err(McpClientError::Handshake {

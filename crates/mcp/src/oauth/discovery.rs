@@ -25,10 +25,37 @@ const MAX_METADATA_BYTES: usize = 256 * 1024;
 /// How long fetching it may take.
 const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How toolhost gets its access tokens from a server's authorization server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// A person logs in (`toolhost mcp login`): authorization code with PKCE.
+    #[default]
+    AuthorizationCode,
+    /// No person: toolhost authenticates as its client and asks for tokens itself
+    /// (machine-to-machine).
+    ClientCredentials,
+}
+
+/// The private key of a `private_key_jwt` client.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningKey {
+    /// The key, PEM (RSA or EC).
+    pub pem: Vec<u8>,
+    /// `RS256` (the default), `RS384`, `RS512`, `ES256` or `ES384`.
+    pub algorithm: String,
+}
+
 /// How toolhost identifies itself to a server's authorization server. By default
-/// (everything `None`) it registers itself dynamically (RFC 7591).
+/// (everything `None`) a person logs in and toolhost registers itself dynamically
+/// (RFC 7591).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct OAuthClientIdentity {
+    /// How tokens are obtained.
+    pub grant: OAuthGrant,
+    /// The private key of a `client_credentials` client that authenticates with a signed
+    /// assertion (`private_key_jwt`) rather than a secret. Never shown.
+    pub private_key: Option<SigningKey>,
     /// A client registered with the authorization server out of band: registration is
     /// skipped and this id is used.
     pub client_id: Option<String>,
@@ -40,18 +67,75 @@ pub struct OAuthClientIdentity {
     /// the operator: used as the client id when the authorization server advertises
     /// `client_id_metadata_document_supported` and no `client_id` is set.
     pub client_metadata_url: Option<String>,
+    /// The scopes asked for when nobody says otherwise (a login without `--scope`, a
+    /// machine client's tokens); empty: what the server names.
+    pub scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for OAuthClientIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthClientIdentity")
+            .field("grant", &self.grant)
+            .field(
+                "private_key",
+                &self.private_key.as_ref().map(|k| &k.algorithm),
+            )
             .field("client_id", &self.client_id)
             .field(
                 "client_secret",
                 &self.client_secret.as_ref().map(|_| "[hidden]"),
             )
             .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
             .finish()
+    }
+}
+
+impl OAuthClientIdentity {
+    /// rmcp's client-credentials configuration of this identity, for the MCP server at
+    /// `url` (the `resource` of every token request).
+    pub(crate) fn client_credentials(
+        &self,
+        server: &str,
+        url: &str,
+    ) -> Result<rmcp::transport::auth::ClientCredentialsConfig, OAuthError> {
+        use rmcp::transport::auth::{ClientCredentialsConfig, JwtSigningAlgorithm};
+        let bad = |m: &str| flow(server, "client credentials", m);
+        let client_id = self
+            .client_id
+            .clone()
+            .ok_or_else(|| bad("the client_credentials grant needs a `client_id`"))?;
+        let resource = Some(url.to_string());
+        match (&self.client_secret, &self.private_key) {
+            (Some(secret), None) => Ok(ClientCredentialsConfig::ClientSecret {
+                client_id,
+                client_secret: secret.clone(),
+                scopes: self.scopes.clone(),
+                resource,
+            }),
+            (None, Some(key)) => {
+                let signing_algorithm = match key.algorithm.as_str() {
+                    "RS256" => JwtSigningAlgorithm::RS256,
+                    "RS384" => JwtSigningAlgorithm::RS384,
+                    "RS512" => JwtSigningAlgorithm::RS512,
+                    "ES256" => JwtSigningAlgorithm::ES256,
+                    "ES384" => JwtSigningAlgorithm::ES384,
+                    _ => return Err(bad("unknown signing algorithm")),
+                };
+                Ok(ClientCredentialsConfig::PrivateKeyJwt {
+                    client_id,
+                    signing_key: key.pem.clone(),
+                    signing_algorithm,
+                    token_endpoint_audience: None,
+                    scopes: self.scopes.clone(),
+                    resource,
+                })
+            }
+            _ => Err(bad(
+                "the client_credentials grant needs exactly one of a client secret and a \
+                 private key",
+            )),
+        }
     }
 }
 
@@ -206,7 +290,11 @@ mod tests {
         let id = OAuthClientIdentity {
             client_id: Some("c".into()),
             client_secret: Some("s3cret-value".into()),
-            client_metadata_url: None,
+            private_key: Some(SigningKey {
+                pem: b"-----BEGIN PRIVATE KEY-----s3cret".to_vec(),
+                algorithm: "ES256".into(),
+            }),
+            ..Default::default()
         };
         assert!(!format!("{id:?}").contains("s3cret"));
     }
