@@ -86,33 +86,29 @@ where
 {
     type Error = C::Error;
 
-    fn post_message(
+    async fn post_message(
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>>
-    + Send
-    + '_ {
-        async move {
-            let r = self
-                .with_auth(auth_header, |h| {
-                    self.inner.post_message(
-                        uri.clone(),
-                        message.clone(),
-                        session_id.clone(),
-                        h,
-                        custom_headers.clone(),
-                    )
-                })
-                .await;
-            self.note(r)
-        }
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let r = self
+            .with_auth(auth_header, |h| {
+                self.inner.post_message(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    h,
+                    custom_headers.clone(),
+                )
+            })
+            .await;
+        self.note(r)
     }
 
-    fn post_message_with_max_sse_event_size(
+    async fn post_message_with_max_sse_event_size(
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
@@ -120,27 +116,23 @@ where
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>>
-    + Send
-    + '_ {
-        async move {
-            let r = self
-                .with_auth(auth_header, |h| {
-                    self.inner.post_message_with_max_sse_event_size(
-                        uri.clone(),
-                        message.clone(),
-                        session_id.clone(),
-                        h,
-                        custom_headers.clone(),
-                        max_sse_event_size,
-                    )
-                })
-                .await;
-            self.note(r)
-        }
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let r = self
+            .with_auth(auth_header, |h| {
+                self.inner.post_message_with_max_sse_event_size(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    h,
+                    custom_headers.clone(),
+                    max_sse_event_size,
+                )
+            })
+            .await;
+        self.note(r)
     }
 
-    fn post_message_with_response_limits(
+    async fn post_message_with_response_limits(
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
@@ -148,77 +140,62 @@ where
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
-    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>>
-    + Send
-    + '_ {
-        async move {
-            let r = self
-                .with_auth(auth_header, |h| {
-                    self.inner.post_message_with_response_limits(
-                        uri.clone(),
-                        message.clone(),
-                        session_id.clone(),
-                        h,
-                        custom_headers.clone(),
-                        limits,
-                    )
-                })
-                .await;
-            self.note(r)
-        }
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let r = self
+            .with_auth(auth_header, |h| {
+                self.inner.post_message_with_response_limits(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    h,
+                    custom_headers.clone(),
+                    limits,
+                )
+            })
+            .await;
+        self.note(r)
     }
 
-    fn delete_session(
+    async fn delete_session(
         &self,
         uri: Arc<str>,
         session_id: Arc<str>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
-        async move {
-            self.with_auth(auth_header, |h| {
-                self.inner.delete_session(
-                    uri.clone(),
-                    session_id.clone(),
-                    h,
-                    custom_headers.clone(),
-                )
-            })
-            .await
-        }
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.with_auth(auth_header, |h| {
+            self.inner
+                .delete_session(uri.clone(), session_id.clone(), h, custom_headers.clone())
+        })
+        .await
     }
 
-    fn get_stream(
+    async fn get_stream(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<
-        Output = Result<
-            BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>,
-            StreamableHttpError<Self::Error>,
-        >,
-    > + Send
-    + '_ {
-        async move {
-            let r = self
-                .with_auth(auth_header, |h| {
-                    self.inner.get_stream(
-                        uri.clone(),
-                        session_id.clone(),
-                        last_event_id.clone(),
-                        h,
-                        custom_headers.clone(),
-                    )
-                })
-                .await;
-            self.note(r)
-        }
+    ) -> Result<
+        BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>,
+        StreamableHttpError<Self::Error>,
+    > {
+        let r = self
+            .with_auth(auth_header, |h| {
+                self.inner.get_stream(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    h,
+                    custom_headers.clone(),
+                )
+            })
+            .await;
+        self.note(r)
     }
 
-    fn get_stream_with_max_sse_event_size(
+    async fn get_stream_with_max_sse_event_size(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
@@ -226,27 +203,22 @@ where
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> impl Future<
-        Output = Result<
-            BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>,
-            StreamableHttpError<Self::Error>,
-        >,
-    > + Send
-    + '_ {
-        async move {
-            let r = self
-                .with_auth(auth_header, |h| {
-                    self.inner.get_stream_with_max_sse_event_size(
-                        uri.clone(),
-                        session_id.clone(),
-                        last_event_id.clone(),
-                        h,
-                        custom_headers.clone(),
-                        max_sse_event_size,
-                    )
-                })
-                .await;
-            self.note(r)
-        }
+    ) -> Result<
+        BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>,
+        StreamableHttpError<Self::Error>,
+    > {
+        let r = self
+            .with_auth(auth_header, |h| {
+                self.inner.get_stream_with_max_sse_event_size(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    h,
+                    custom_headers.clone(),
+                    max_sse_event_size,
+                )
+            })
+            .await;
+        self.note(r)
     }
 }
