@@ -194,21 +194,25 @@ fn a_server_that_asks_for_scope_it_cannot_be_given_gets_no_login_loop_then_step_
     let _ = std::fs::remove_dir_all(&dir2);
 }
 
+/// `toolhost call whoami` as a machine client, its secret in `H_SECRET`.
+fn machine_call(dir: &Path) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.args(["call", "--plugins", "plugins", "whoami", "{}"])
+        .current_dir(dir)
+        .env("H_SECRET", "the-secret")
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    cmd.output().unwrap()
+}
+
 #[test]
 fn a_machine_client_without_a_token_fails_clearly_then_a_good_one_calls() {
     let Some(suite) = peers::suite() else { return };
     let machine = "[mcp.servers.h.oauth]\ngrant = \"client_credentials\"\nclient_id = \"m\"\nclient_secret_env = \"H_SECRET\"\n";
     let server = Hostile::start(&suite.node(), "machine-junk");
     let dir = setup("machine-junk", &server.url, machine);
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["call", "--plugins", "plugins", "whoami", "{}"])
-        .current_dir(&dir)
-        .env("H_SECRET", "the-secret")
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = machine_call(&dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{}", show(&out));
     assert!(
@@ -224,15 +228,7 @@ fn a_machine_client_without_a_token_fails_clearly_then_a_good_one_calls() {
 
     let server = Hostile::start(&suite.node(), "stepup");
     let dir2 = setup("machine-good", &server.url, machine);
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["call", "--plugins", "plugins", "whoami", "{}"])
-        .current_dir(&dir2)
-        .env("H_SECRET", "the-secret")
-        .env("XDG_DATA_HOME", dir2.join("data"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = machine_call(&dir2);
     assert!(out.status.success(), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("mcp:write"));
     let stats = server.stats();
