@@ -93,8 +93,8 @@ fn install_hyper_mcp(base: &Path) -> crate::Result {
         return Ok(());
     }
     step(&format!(
-        "hyper-mcp {HYPER_MCP_VERSION}: cargo install (a long build: about 700 crates, \
-         20-40 min at one job; cargo prints each crate as it compiles)"
+        "hyper-mcp {HYPER_MCP_VERSION}: cargo install (a long build: 581 crates, \
+         about 45 min at one job on a busy 2-core machine; cargo prints each crate)"
     ));
     run(nice_cargo()
         .args(["install", "hyper-mcp", "--version", HYPER_MCP_VERSION])
