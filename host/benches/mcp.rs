@@ -5,13 +5,15 @@
 //!    through the registry pipeline;
 //! 2. a timing client (raw JSON-RPC lines over a pipe, the method behind the serve figures):
 //!    `toolhost serve --stdio` answering `tools/call` for the WASM `add`, 1500 sequential
-//!    calls after 300 warm-up calls, median and p99; the same client against server-everything
-//!    and against `cat` (an echo responder: the pipe floor);
+//!    calls after 300 warm-up calls, median and p99; the same client against server-everything,
+//!    hyper-mcp (an Extism-based MCP server) with its own `add` plugin, and `cat` (an echo
+//!    responder: the pipe floor);
 //! 3. start to ready: launching `toolhost serve --stdio` (example plugins, warm compile
 //!    cache) until its `tools/list` reply, median of 20.
 //!
-//! Needs `cargo xtask plugins` (target/plugins) and `cargo xtask peers`; parts whose inputs
-//! are missing are skipped with a message. Run: `cargo bench -p toolhost --bench mcp`.
+//! Needs `cargo xtask plugins` (target/plugins), `cargo xtask peers` and, for hyper-mcp,
+//! `cargo xtask bench-peers`; parts whose inputs are missing are skipped with a message.
+//! Run: `cargo bench -p toolhost --bench mcp`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -233,6 +235,84 @@ fn toolhost_cmd(plugins: &Path) -> Command {
     cmd
 }
 
+/// hyper-mcp and its Extism `add` plugin (`cargo xtask bench-peers`): `$TOOLHOST_HYPER_MCP`
+/// and `$TOOLHOST_HYPER_MCP_PLUGIN`, else their install paths under
+/// `target/peers/hyper-mcp`. `None`, after saying what is missing, when either is absent.
+fn hyper_mcp() -> Option<(PathBuf, PathBuf)> {
+    let base = toolhost_testkit::workspace_root().join("target/peers/hyper-mcp");
+    let from_env =
+        |var: &str, default: PathBuf| std::env::var_os(var).map(PathBuf::from).unwrap_or(default);
+    let bin = from_env("TOOLHOST_HYPER_MCP", base.join("bin/hyper-mcp"));
+    let plugin = from_env("TOOLHOST_HYPER_MCP_PLUGIN", base.join("add.wasm"));
+    for (what, path) in [("hyper-mcp", &bin), ("its add plugin", &plugin)] {
+        if !path.is_file() {
+            println!(
+                "hyper-mcp: skipped ({what} missing at {}; run `cargo xtask bench-peers`)",
+                path.display()
+            );
+            return None;
+        }
+    }
+    Some((bin, plugin))
+}
+
+/// A `file://` URL for an absolute path, percent-encoding every byte outside the
+/// unreserved set and `/` (hyper-mcp reads plugins by URL).
+fn file_url(path: &Path) -> String {
+    let mut url = String::from("file://");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            url.push(char::from(b));
+        } else {
+            url.push_str(&format!("%{b:02X}"));
+        }
+    }
+    url
+}
+
+/// Times hyper-mcp serving the `add` plugin over stdio: writes its config file (one plugin,
+/// `bench`, loaded from a `file://` URL) into `dir`, starts it with `RUST_LOG=off` (no log
+/// record per call; its log file also goes to `dir`), finds the tool's name in its
+/// `tools/list` (hyper-mcp prefixes each tool with its plugin's name), checks one answer,
+/// then runs the same timed calls as for the others.
+fn time_hyper_mcp(bin: &Path, plugin: &Path, dir: &Path) -> std::io::Result<Stats> {
+    let config = dir.join("config.json");
+    let body = json!({"plugins": {"bench": {"url": file_url(plugin)}}});
+    std::fs::write(&config, body.to_string())?;
+    let mut raw = Raw::spawn(
+        Command::new(bin)
+            .arg("--config-file")
+            .arg(&config)
+            .env("RUST_LOG", "off")
+            .env("HYPER_MCP_LOG_PATH", dir.join("logs")),
+    )?;
+    raw.handshake()?;
+    let list = raw.request(1, "tools/list", json!({}))?;
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    let Some(tool) = names
+        .iter()
+        .find(|n| n.ends_with("-add"))
+        .map(|n| n.to_string())
+    else {
+        return Err(std::io::Error::other(format!(
+            "no `add` tool in hyper-mcp's tools/list (plugin not loaded?): {names:?}"
+        )));
+    };
+    println!("hyper-mcp tools/list: {names:?}; timing {tool}");
+    let check = raw.request(
+        2,
+        "tools/call",
+        json!({"name": tool, "arguments": {"a": 2, "b": 3}}),
+    )?;
+    if check["result"]["content"][0]["text"] != json!("5") {
+        return Err(std::io::Error::other(format!("2 + 3 answered {check}")));
+    }
+    time_calls(&mut raw, &tool, json!({"a": 2, "b": 3}))
+}
+
 /// Prints one timing line (or why it failed).
 fn report(label: &str, stats: std::io::Result<Stats>) {
     match stats {
@@ -293,6 +373,12 @@ fn timing_part() {
                 raw.handshake()?;
                 time_calls(&mut raw, "get-sum", json!({"a": 2, "b": 3}))
             }),
+        );
+    }
+    if let Some((bin, plugin)) = hyper_mcp() {
+        report(
+            "hyper-mcp (Extism add plugin)",
+            tempfile::tempdir().and_then(|dir| time_hyper_mcp(&bin, &plugin, dir.path())),
         );
     }
 }

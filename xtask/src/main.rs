@@ -6,6 +6,8 @@
 //!   then fmt, clippy and every test.
 //! - `cargo xtask demo`: builds everything and shows toolhost at work on its examples.
 //! - `cargo xtask bench-docs`: rebuilds `docs/benchmarks.md` from the per-area files.
+//! - `cargo xtask bench-peers`: installs the peers only benchmarks use (hyper-mcp and its
+//!   `add` plugin, for `host/benches/mcp.rs`); `cargo xtask test` does not run it.
 //! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target of `fuzz/` briefly (also the last
 //!   step of `cargo xtask test`).
 //! - `cargo xtask soak [CALLS]`: the soak of `host/tests/soak.rs` alone, one transport at a
@@ -18,6 +20,7 @@ mod bench_docs;
 mod demo;
 mod fuzz;
 mod langs;
+mod peers_bench;
 mod peers_dist;
 mod peers_llm;
 mod peers_mcp;
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
         "demo" => demo::run(),
         "peers" => setup_peers(),
         "bench-docs" => bench_docs::run(),
+        "bench-peers" => peers_bench::setup(),
         "fuzz" => match rest.first().map(|s| s.parse::<u64>()) {
             None => fuzz::run(20),
             Some(Ok(secs)) => fuzz::run(secs),
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
                  lint      cargo fmt --check and cargo clippy -D warnings\n  \
                  peers     install the test peers (npm, PyPI, Debian docker-registry + minisign)\n  \
                  bench-docs  rebuild docs/benchmarks.md from docs/benchmarks/*.md\n  \
+                 bench-peers install the benchmarks' own peers (hyper-mcp + its add plugin)\n  \
                  fuzz      run every cargo-fuzz target of fuzz/ briefly (default 20 s each)\n  \
                  soak      100 000 tools/call over serve --stdio and --http, figures printed\n  \
                  demo      build everything and run toolhost on its example plugins"

@@ -19,7 +19,7 @@ pub fn build_all() -> crate::Result<PathBuf> {
     let out = root.join("target").join("plugins");
     std::fs::create_dir_all(out.join("fixtures"))
         .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    ensure_target()?;
+    ensure_target(TARGET)?;
     crate::step("building the Rust example plugins (wasm32-wasip2)");
     build_workspace(&root.join("plugins"), &out, &["calc", "files", "fetch"])?;
     // The data folder files.toml grants (`read = ["./data/files"]`, relative to the policy).
@@ -66,19 +66,20 @@ fn copy_dir(from: &Path, to: &Path) -> crate::Result {
     Ok(())
 }
 
-fn ensure_target() -> crate::Result {
+/// Installs the Rust `target` through rustup unless it is already installed.
+pub fn ensure_target(target: &str) -> crate::Result {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
         .map(|o| {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
-                .any(|l| l.trim() == TARGET)
+                .any(|l| l.trim() == target)
         })
         .unwrap_or(false);
     if !installed {
-        crate::step("rustup target add wasm32-wasip2");
-        crate::run(Command::new("rustup").args(["target", "add", TARGET]))?;
+        crate::step(&format!("rustup target add {target}"));
+        crate::run(Command::new("rustup").args(["target", "add", target]))?;
     }
     Ok(())
 }
