@@ -102,14 +102,16 @@ fn a_token_file_others_can_read_or_a_short_token_is_refused() {
 fn raw_post_without_token(port: u16) -> String {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
+    // One write: the server answers 401 without reading the body, and a body still
+    // arriving after it closed would make the kernel reset the connection (losing the
+    // answer).
+    let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
          Content-Length: {}\r\n\r\n{body}",
         body.len()
-    )
-    .unwrap();
+    );
+    s.write_all(request.as_bytes()).unwrap();
     let mut resp = String::new();
     s.read_to_string(&mut resp).unwrap();
     resp
