@@ -358,7 +358,16 @@ impl McpClient {
         args: Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, McpClientError> {
-        let first = self.call_tool_once(name, args.clone(), ctx).await;
+        // The arguments are kept for a second call only when a new login could follow: a
+        // person who logs in is behind the call and the server's credential is an OAuth
+        // login (every other call pays no copy).
+        let login = ctx.get::<crate::LocalUser>().and_then(|u| u.login());
+        let oauth_http = matches!(self.cfg.transport, McpTransport::StreamableHttp { .. })
+            && self.cfg.oauth.is_some();
+        let Some((login, again)) = login.filter(|_| oauth_http).map(|l| (l, args.clone())) else {
+            return self.call_tool_once(name, args, ctx).await;
+        };
+        let first = self.call_tool_once(name, args, ctx).await;
         let challenge = match &first {
             Err(McpClientError::Unauthorized {
                 status: 403,
@@ -367,11 +376,8 @@ impl McpClient {
             }) => c.clone(),
             _ => return first,
         };
-        let Some(login) = ctx.get::<crate::LocalUser>().and_then(|u| u.login()) else {
-            return first;
-        };
         self.step_up(&challenge, login).await?;
-        self.call_tool_once(name, args, ctx).await
+        self.call_tool_once(name, again, ctx).await
     }
 
     /// A new login through `login` for the scope a 403 `challenge` names (only for a

@@ -18,7 +18,7 @@ pub const MAX_FIELDS: usize = 64;
 pub const MAX_OPTIONS: usize = 100;
 /// The longest answer accepted for one field, in bytes.
 pub const MAX_ANSWER: usize = 64 * 1024;
-/// The longest label or option text kept (characters).
+/// The longest label or option text kept (bytes).
 const MAX_LABEL: usize = 200;
 
 /// A schema that cannot be asked as a form.
@@ -107,13 +107,14 @@ pub struct Form {
     pub fields: Vec<Field>,
 }
 
+/// `text` from the server bounded to [`MAX_LABEL`] bytes, control characters made spaces.
 fn cut(text: &str) -> String {
-    let mut s: String = text
+    let kept = toolhost_core::tools::render::head(text, MAX_LABEL);
+    let mut s: String = kept
         .chars()
-        .take(MAX_LABEL)
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    if text.chars().count() > MAX_LABEL {
+    if kept.len() < text.len() {
         s.push('…');
     }
     s

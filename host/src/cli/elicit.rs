@@ -17,7 +17,7 @@ use toolhost::mcp::form::{Form, MAX_ANSWER};
 
 /// How often one field is asked again after an answer that does not fit.
 const MAX_TRIES: usize = 5;
-/// The longest part of the server's message shown (characters).
+/// The longest part of the server's message shown (bytes).
 const MAX_MESSAGE: usize = 2000;
 
 /// The person at this terminal; `console` is held while asking, so questions do not
@@ -97,8 +97,8 @@ pub fn ask(
             return ElicitResult::new(ElicitationAction::Decline);
         }
     };
-    let mut shown: String = message.chars().take(MAX_MESSAGE).collect();
-    if message.chars().count() > MAX_MESSAGE {
+    let mut shown = toolhost::tools::render::head(&message, MAX_MESSAGE).to_string();
+    if shown.len() < message.len() {
         shown.push('…');
     }
     let _ = write!(

@@ -23,7 +23,7 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpResponseLimits,
 };
 
-/// The longest challenge kept (a header value; the rest is cut).
+/// The longest challenge kept, in bytes (a header value; the rest is cut).
 const MAX_CHALLENGE: usize = 4096;
 
 /// The last challenge of a 403 `insufficient_scope`, taken by whoever reports it.
@@ -69,11 +69,9 @@ impl<C> Watched<C> {
         r: Result<T, StreamableHttpError<E>>,
     ) -> Result<T, StreamableHttpError<E>> {
         if let Err(StreamableHttpError::InsufficientScope(e)) = &r {
-            let challenge: String = e
-                .www_authenticate_header
-                .chars()
-                .take(MAX_CHALLENGE)
-                .collect();
+            let challenge =
+                toolhost_core::tools::render::head(&e.www_authenticate_header, MAX_CHALLENGE)
+                    .to_string();
             *self.denied.lock().unwrap_or_else(|p| p.into_inner()) = Some(challenge);
         }
         r
