@@ -9,17 +9,23 @@
 
 use std::process::Command;
 
-/// The targets, as named in `fuzz/Cargo.toml`, with the cargo features each needs
-/// (`wasm` brings toolhost-wasm and wasmtime, `mcp` the MCP client and rmcp).
-pub const TARGETS: &[(&str, &str)] = &[
-    ("validate_args", ""),
-    ("render_truncate", ""),
-    ("redact_escape", ""),
-    ("policy_parse", "wasm"),
-    ("net_rule_parse", "wasm"),
-    ("describe_output", "wasm"),
-    ("mcp_line_reader", "mcp"),
+/// The targets, as named in `fuzz/Cargo.toml`.
+pub const TARGETS: &[&str] = &[
+    "validate_args",
+    "render_truncate",
+    "redact_escape",
+    "policy_parse",
+    "net_rule_parse",
+    "describe_output",
+    "mcp_line_reader",
 ];
+
+/// The cargo features every target is built with: the union of what the targets need
+/// (`wasm` brings toolhost-wasm and wasmtime, `mcp` the MCP client and rmcp). One
+/// feature set means one instrumented build of the dependencies, shared by every
+/// target; a set per target rebuilt the dependencies whose features differ (tokio, ...)
+/// once per set, which cost build time and several GB of `fuzz/target`.
+pub const FEATURES: &str = "wasm,mcp";
 
 /// The cargo-fuzz release installed under `target/toolchains`.
 pub const CARGO_FUZZ: &str = "cargo-fuzz@0.13.1";
@@ -29,17 +35,14 @@ pub fn run(seconds: u64) -> crate::Result {
     ensure_nightly()?;
     let cargo_fuzz = ensure_cargo_fuzz()?;
     let dir = crate::root().join("fuzz");
-    for (target, features) in TARGETS {
+    for target in TARGETS {
         crate::step(&format!("fuzzing {target} for {seconds} s"));
         std::fs::create_dir_all(dir.join("corpus").join(target))
             .map_err(|e| format!("cannot create the corpus folder of {target}: {e}"))?;
         let mut cmd = Command::new(&cargo_fuzz);
         cmd.current_dir(&dir)
             .env("RUSTUP_TOOLCHAIN", "nightly")
-            .args(["fuzz", "run"]);
-        if !features.is_empty() {
-            cmd.args(["--features", features]);
-        }
+            .args(["fuzz", "run", "--features", FEATURES]);
         crate::run(
             cmd.args([target, "--"])
                 .arg(format!("-max_total_time={seconds}"))
