@@ -8,9 +8,12 @@
 //! - `langs_load_cached/<lang>`: `Plugin::load` of the component from a warm compile cache
 //!   (file-identity index, cached `describe()`; linking deferred to first use) followed by
 //!   `Plugin::warm` (deserialize the artifact and link), i.e. ready for a first call.
+//! - `langs_call_baseline/<lang>`: the same call on baseline (Winch) code, the engine
+//!   `serve` runs a component on while its Cranelift build compiles in the background
+//!   (no pooling, as that sibling engine; docs/design.md, "Compile tiers").
 //! - cold compile (no cache) is timed once per language outside criterion (a Python
 //!   component takes seconds, and criterion wants ten samples); printed as
-//!   `langs_compile_cold/<lang>: ...`.
+//!   `langs_compile_cold/<lang>: ...` (Cranelift) and `langs_compile_cold_winch/<lang>`.
 //!
 //! Needs the guests of `cargo xtask plugins` (built here when missing).
 //! Run: `cargo bench -p toolhost --bench langs`.
@@ -22,7 +25,7 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use toolhost::tools::ToolContext;
-use toolhost::wasm::{EngineOptions, Plugin, WasmEngine};
+use toolhost::wasm::{Compiler, EngineOptions, Plugin, WasmEngine};
 
 /// (language, component file, tool).
 const GUESTS: [(&str, &str, &str); 4] = [
@@ -79,6 +82,14 @@ fn benches(c: &mut Criterion) {
     })
     .unwrap_or_else(|e| panic!("{e}"));
 
+    let winch_engine = WasmEngine::with_options(EngineOptions {
+        cache_dir: None,
+        compiler: Compiler::Winch,
+        pooling: false,
+        ..EngineOptions::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+
     let dirs: Vec<_> = GUESTS.iter().map(|(_, f, _)| alone(&built, f)).collect();
 
     // Cold compile, once each (this also fills the cache of `cached_engine`).
@@ -93,10 +104,20 @@ fn benches(c: &mut Criterion) {
         cached_engine
             .compile(&bytes, &path)
             .unwrap_or_else(|e| panic!("{e}"));
+        let t = Instant::now();
+        winch_engine
+            .compile(&bytes, &path)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let winch = t.elapsed();
         println!(
             "langs_compile_cold/{lang}: {:.3} s ({:.1} MB)",
             cold.as_secs_f64(),
             bytes.len() as f64 / 1e6
+        );
+        println!(
+            "langs_compile_cold_winch/{lang}: {:.3} s ({:.1}x quicker)",
+            winch.as_secs_f64(),
+            cold.as_secs_f64() / winch.as_secs_f64()
         );
     }
 
@@ -116,35 +137,40 @@ fn benches(c: &mut Criterion) {
     }
     g.finish();
 
-    let mut g = c.benchmark_group("langs_call");
     let ctx = ToolContext::new("bench", "bench");
     let args = json!({"x": 1.5, "y": 2.25});
-    for ((lang, file, tool), dir) in GUESTS.iter().zip(&dirs) {
-        let plugin = rt
-            .block_on(Plugin::load(&cached_engine, &dir.path().join(file)))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let t = plugin
-            .tools()
-            .iter()
-            .find(|t| t.spec().name == *tool)
-            .unwrap_or_else(|| panic!("{tool} missing in {file}"))
-            .clone();
-        let out = rt
-            .block_on(t.run(&args, &ctx))
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            out.canonical.to_string().contains("3.75"),
-            "{lang}: {:?}",
-            out.canonical
-        );
-        g.bench_function(*lang, |b| {
-            b.iter(|| {
-                rt.block_on(t.run(&args, &ctx))
-                    .unwrap_or_else(|e| panic!("{e}"))
-            })
-        });
+    for (group, engine) in [
+        ("langs_call", &cached_engine),
+        ("langs_call_baseline", &winch_engine),
+    ] {
+        let mut g = c.benchmark_group(group);
+        for ((lang, file, tool), dir) in GUESTS.iter().zip(&dirs) {
+            let plugin = rt
+                .block_on(Plugin::load(engine, &dir.path().join(file)))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let t = plugin
+                .tools()
+                .iter()
+                .find(|t| t.spec().name == *tool)
+                .unwrap_or_else(|| panic!("{tool} missing in {file}"))
+                .clone();
+            let out = rt
+                .block_on(t.run(&args, &ctx))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                out.canonical.to_string().contains("3.75"),
+                "{lang}: {:?}",
+                out.canonical
+            );
+            g.bench_function(*lang, |b| {
+                b.iter(|| {
+                    rt.block_on(t.run(&args, &ctx))
+                        .unwrap_or_else(|e| panic!("{e}"))
+                })
+            });
+        }
+        g.finish();
     }
-    g.finish();
 }
 
 criterion_group!(langs, benches);

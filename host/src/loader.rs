@@ -92,9 +92,28 @@ pub async fn load_plugins(registry: &ToolRegistry, dir: &Path) -> Vec<LoadProble
 /// created on first use. A creation failure is kept too: every caller gets the same
 /// error.
 pub fn wasm_engine() -> Result<crate::wasm::WasmEngine, crate::wasm::EngineError> {
-    static ENGINE: std::sync::OnceLock<Result<crate::wasm::WasmEngine, crate::wasm::EngineError>> =
-        std::sync::OnceLock::new();
     ENGINE.get_or_init(crate::wasm::WasmEngine::new).clone()
+}
+
+type EngineCell = std::sync::OnceLock<Result<crate::wasm::WasmEngine, crate::wasm::EngineError>>;
+
+/// The process-wide engine of [`wasm_engine`].
+static ENGINE: EngineCell = std::sync::OnceLock::new();
+
+/// Makes the process-wide engine a long-lived host's: a component missing from the
+/// compile cache is compiled by the baseline compiler first and by Cranelift in the
+/// background ([`crate::wasm::EngineOptions::baseline_first`]). `serve` calls it before
+/// loading anything; it has no effect once the engine exists (returns `false` then).
+pub fn use_long_lived_engine() -> bool {
+    let mut made = false;
+    ENGINE.get_or_init(|| {
+        made = true;
+        crate::wasm::WasmEngine::with_options(crate::wasm::EngineOptions {
+            baseline_first: true,
+            ..crate::wasm::EngineOptions::default()
+        })
+    });
+    made
 }
 
 /// A [`LoadProblem`] from a plugin error (the file goes to `source`, not twice).

@@ -9,7 +9,9 @@
 //! - a `tools/call` sent right after `initialize` waits for its tool instead of failing
 //!   as unknown (the tool's plugin is registered last, after the large JS component);
 //! - over Streamable HTTP, a client that cached the first list sees the late tools, which
-//!   it only fetches again on `list_changed`.
+//!   it only fetches again on `list_changed`;
+//! - a tool answers on baseline code first, and the same server keeps answering once the
+//!   optimized builds are compiled in the background, cached and swapped in.
 //!
 //! Behaviour is asserted, never time: how fast the answers come is measured separately
 //! (docs/benchmarks.md).
@@ -249,4 +251,70 @@ fn http_clients_learn_of_late_tools_through_list_changed() {
         );
         let _ = client.close().await;
     });
+}
+
+/// The compiled artifacts in the work folder's compile cache.
+fn cached_artifacts(work: &Work) -> usize {
+    std::fs::read_dir(work.dir.path().join("cache/toolhost/wasm"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn serve_answers_on_baseline_code_then_caches_and_swaps_in_the_optimized_builds() {
+    let Some(from) = built_plugins(&["calc.wasm", "js_http.wasm"]) else {
+        return;
+    };
+    let work = Work::new(&from, &[("calc", "calc"), ("js_http", "js_http")]);
+    let log_path = work.dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut s = StdioClient::spawn(
+        work.command(&["serve", "--stdio"])
+            .env("RUST_LOG", "toolhost_wasm=info")
+            .stderr(log),
+    );
+    s.initialize("lifecycle-test");
+    // Answered as soon as the component is described (baseline code on a cold cache).
+    let first = s.call(2, "js_add", json!({"x": 40, "y": 2}));
+    assert_ne!(first["result"]["isError"], true, "{first}");
+    assert!(first.to_string().contains("42"), "{first}");
+    // The background compiles write the optimized builds to the cache (one per
+    // component); the bound only keeps a broken tier-up from hanging the test.
+    let start = std::time::Instant::now();
+    while cached_artifacts(&work) < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "the optimized builds never reached the cache"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The same server keeps answering, now on the optimized code.
+    for id in 3..6 {
+        let again = s.call(id, "js_add", json!({"x": id, "y": 1}));
+        assert!(again.to_string().contains(&(id + 1).to_string()), "{again}");
+        let add = s.call(id + 100, "add", json!({"x": id, "y": 2}));
+        assert!(add.to_string().contains(&(id + 2).to_string()), "{add}");
+    }
+    drop(s);
+    // Both components started on baseline code and were swapped.
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    for plugin in ["calc.wasm", "js_http.wasm"] {
+        for event in ["compiled with the baseline compiler", "swapped in"] {
+            assert!(
+                log.lines().any(|l| l.contains(plugin) && l.contains(event)),
+                "no `{event}` for {plugin} in the log of serve:\n{log}"
+            );
+        }
+    }
+    // The next start loads the cached builds: the same tools, no new artifact.
+    let names = listed(&work);
+    assert!(
+        names.contains("add") && names.contains("js_add"),
+        "{names:?}"
+    );
+    assert_eq!(cached_artifacts(&work), 2);
 }

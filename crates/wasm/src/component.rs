@@ -38,6 +38,28 @@ pub(crate) struct PluginInner {
     /// The linked component: set at load, or on first use for a plugin loaded from the
     /// cache (see [`Plugin::load`]). A failure is kept, so every later use reports it.
     linked: OnceLock<Result<Linked, Arc<PluginError>>>,
+    /// The Cranelift build that replaced a baseline (Winch) build, once its background
+    /// compile is done ([`crate::EngineOptions::baseline_first`]). Set once; a call
+    /// reads it when it starts, so a call in flight keeps the code it started with.
+    optimized: OnceLock<Optimized>,
+}
+
+/// The optimized build of a plugin first compiled by the baseline compiler.
+pub(crate) struct Optimized {
+    /// The engine it was compiled on.
+    engine: WasmEngine,
+    /// The linked component.
+    linked: Linked,
+}
+
+/// Which code a plugin's calls run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeTier {
+    /// Baseline (Winch) code, while the optimized build compiles in the background.
+    Baseline,
+    /// Optimized (Cranelift) code: loaded from the cache, compiled at load, or swapped
+    /// in after a baseline start.
+    Optimized,
 }
 
 /// A component linked against the host: ready to instantiate.
@@ -64,6 +86,15 @@ impl PluginInner {
                 path: self.path.display().to_string(),
                 cause: cause.clone(),
             })
+    }
+
+    /// The engine and linked component a call starting now runs on: the optimized
+    /// build once there is one, else the build of the load.
+    pub(crate) fn runnable(&self) -> Result<(&WasmEngine, &WorldPre), PluginError> {
+        if let Some(o) = self.optimized.get() {
+            return Ok((&o.engine, &o.linked.pre));
+        }
+        Ok((&self.engine, &self.linked()?.pre))
     }
 
     fn link_now(&self) -> Result<Linked, PluginError> {
@@ -162,9 +193,10 @@ impl Plugin {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| name.clone());
         let max = engine.options().max_plugin_bytes;
-        let opened = engine.open_plugin(path, max, |digest| {
+        let opened = engine.open_plugin(path, max, true, |digest| {
             engine.cached_describe::<Described>(digest)
         })?;
+        let main_engine = engine.clone();
         // Called once, in whichever arm runs.
         let new_inner = move |engine: &WasmEngine, digest: String, linked| {
             Arc::new(PluginInner {
@@ -174,6 +206,7 @@ impl Plugin {
                 engine: engine.clone(),
                 digest,
                 linked,
+                optimized: OnceLock::new(),
             })
         };
         let (inner, specs) = match opened {
@@ -196,8 +229,10 @@ impl Plugin {
                 engine,
                 component,
                 digest,
+                optimize,
             } => {
-                // The engine may be the concurrency-enabled sibling (see `compile_any`).
+                // The engine may be the concurrency-enabled sibling (see `compile_any`),
+                // or the baseline one (see `EngineOptions::baseline_first`).
                 let linked = link(&engine, &component, &name)?;
                 let inner = new_inner(&engine, digest.clone(), OnceLock::from(Ok(linked)));
                 // describe() is a pure function of the component (it runs with no
@@ -206,6 +241,11 @@ impl Plugin {
                 match run_describe(&inner).await {
                     Ok(specs) => {
                         engine.store_describe(&digest, &Described::Tools(specs.clone()));
+                        // Only a component that described itself is worth the
+                        // optimizing compile.
+                        if let Some(bytes) = optimize {
+                            optimize_later(&inner, &main_engine, bytes);
+                        }
                         (inner, specs)
                     }
                     Err(DescribeFailure::Remembered(rejection)) => {
@@ -263,6 +303,26 @@ impl Plugin {
         self.inner.linked.get().is_some()
     }
 
+    /// Which code calls starting now run: baseline code while the optimized build of a
+    /// baseline start is still compiling, optimized code otherwise.
+    pub fn code_tier(&self) -> CodeTier {
+        if self.inner.optimized.get().is_some() {
+            CodeTier::Optimized
+        } else {
+            self.loaded_tier()
+        }
+    }
+
+    /// Which code the plugin was loaded with: baseline after a baseline start
+    /// ([`crate::EngineOptions::baseline_first`]) or on a Winch engine, optimized
+    /// otherwise. Unlike [`Self::code_tier`] it does not change.
+    pub fn loaded_tier(&self) -> CodeTier {
+        match self.inner.engine.options().compiler {
+            crate::Compiler::Cranelift => CodeTier::Optimized,
+            crate::Compiler::Winch => CodeTier::Baseline,
+        }
+    }
+
     /// Links the component now if it was loaded from the cache and not used yet (so the
     /// first call does not pay for it). Blocking: maps and links the compiled artifact.
     pub fn warm(&self) -> Result<(), PluginError> {
@@ -317,5 +377,53 @@ impl Plugin {
     /// component if it is not yet (see [`Plugin::warm`]).
     pub fn imports(&self) -> Result<&[String], PluginError> {
         self.inner.linked().map(|l| l.imports.as_slice())
+    }
+}
+
+/// The background half of a tier-up: queues, on `engine`'s optimizer thread, the
+/// Cranelift compile of `bytes` (on the host's engine, which writes the artifact to the
+/// compile cache), its linking and its swap into the plugin. The job holds the plugin
+/// weakly: a plugin dropped before its turn (replaced, removed) is skipped, one dropped
+/// during the compile is not kept alive (its artifact is still cached). A failure leaves
+/// the plugin on its baseline code, which is correct, only slower; it is logged.
+fn optimize_later(inner: &Arc<PluginInner>, engine: &WasmEngine, bytes: Vec<u8>) {
+    let weak = Arc::downgrade(inner);
+    let path = inner.path.clone();
+    let digest = inner.digest.clone();
+    let main = engine.clone();
+    let queued = engine.optimize_later(Box::new(move || {
+        if weak.strong_count() == 0 {
+            return;
+        }
+        let t0 = std::time::Instant::now();
+        let name = path.display().to_string();
+        let linked = main
+            .compile_any_digest(&bytes, &path, &digest)
+            .and_then(|(engine, component)| Ok((link(&engine, &component, &name)?, engine)));
+        drop(bytes);
+        match linked {
+            Ok((linked, engine)) => {
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                // Only this job sets it, once.
+                let _ = inner.optimized.set(Optimized { engine, linked });
+                tracing::info!(
+                    plugin = %name,
+                    ms = t0.elapsed().as_millis() as u64,
+                    "optimized build (Cranelift) compiled and swapped in"
+                );
+            }
+            Err(e) => tracing::warn!(
+                plugin = %name,
+                "the optimized compile failed; the plugin keeps running its baseline code: {e}"
+            ),
+        }
+    }));
+    if !queued {
+        tracing::warn!(
+            plugin = %inner.path.display(),
+            "cannot queue the optimizing compile; the plugin keeps running its baseline code"
+        );
     }
 }

@@ -292,13 +292,13 @@ pub(crate) enum DescribeFailure {
 pub(crate) async fn run_describe(
     inner: &Arc<PluginInner>,
 ) -> Result<Vec<ToolSpec>, DescribeFailure> {
-    let pre = &inner
-        .linked()
-        .map_err(|e| DescribeFailure::Other(e.to_string()))?
-        .pre;
+    let (engine, pre) = inner
+        .runnable()
+        .map_err(|e| DescribeFailure::Other(e.to_string()))?;
     let grant = Grant::default();
     let mut store = new_store(
         inner,
+        engine,
         CallSpec {
             grant: &grant,
             declared_network: false,

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 use crate::bindings;
 use crate::cache::{prepare_cache_dir, read_index, write_atomically};
@@ -66,6 +66,30 @@ pub struct EngineOptions {
     pub cache_dir: Option<PathBuf>,
     /// Largest `.wasm` file the loader accepts, bytes. Default: 64 MiB.
     pub max_plugin_bytes: u64,
+    /// The code generator of this engine. Default: [`Compiler::Cranelift`].
+    pub compiler: Compiler,
+    /// Tier up: a component missing from the compile cache is first compiled with Winch
+    /// (wasmtime's baseline compiler, 4-8x quicker to compile, slower code) on a sibling
+    /// engine, so its tools are described and callable within about a second of work;
+    /// the Cranelift build is then compiled on a background thread, written to the
+    /// cache and swapped in: calls started after the swap run the optimized code, calls
+    /// in flight finish on the baseline code they started with. Every limit (fuel,
+    /// epoch deadline, memory, stack) holds on both tiers. Suits a long-lived host
+    /// (`serve`); a one-shot command would exit before the Cranelift build is cached and
+    /// pay the baseline compile again next time, so it is off by default. A component
+    /// Winch cannot compile (e.g. one using tail calls or GC) takes the Cranelift path
+    /// directly. See docs/design.md, "Compile tiers". Default: off.
+    pub baseline_first: bool,
+}
+
+/// Which of wasmtime's code generators an engine uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compiler {
+    /// The optimizing compiler: slow to compile, fast code. Its artifacts are cached.
+    #[default]
+    Cranelift,
+    /// The baseline compiler: one pass, fast to compile, slower code.
+    Winch,
 }
 
 impl Default for EngineOptions {
@@ -83,6 +107,8 @@ impl Default for EngineOptions {
             table_lazy_init: true,
             cache_dir: dirs::cache_dir().map(|d| d.join("toolhost").join("wasm")),
             max_plugin_bytes: 64 << 20,
+            compiler: Compiler::Cranelift,
+            baseline_first: false,
         }
     }
 }
@@ -103,7 +129,16 @@ pub(crate) struct EngineInner {
     /// The engine with concurrency support, for components that need it (created on
     /// first need; only when this engine has it off).
     concurrent: std::sync::OnceLock<Result<WasmEngine, EngineError>>,
+    /// The Winch engine that compiles first when [`EngineOptions::baseline_first`] is on
+    /// (created on first need).
+    baseline: std::sync::OnceLock<Result<WasmEngine, EngineError>>,
+    /// The queue of the optimizer thread (see [`WasmEngine::optimize_later`]); `None`
+    /// when the thread could not be started.
+    optimizer: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>>,
 }
+
+/// A background job of the optimizer thread.
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
 /// The shared wasm engine. Cheap to clone.
 #[derive(Clone)]
@@ -137,6 +172,10 @@ impl WasmEngine {
             .async_stack_size(options.max_wasm_stack + (1 << 20))
             .concurrency_support(options.concurrency_support)
             .table_lazy_init(options.table_lazy_init);
+        match options.compiler {
+            Compiler::Cranelift => config.strategy(Strategy::Cranelift),
+            Compiler::Winch => config.strategy(Strategy::Winch),
+        };
         if options.pooling {
             let mut pool = PoolingAllocationConfig::default();
             let n = options.max_instances.max(1);
@@ -220,6 +259,8 @@ impl WasmEngine {
                 cache_problem,
                 protected: std::sync::RwLock::new(Vec::new()),
                 concurrent: std::sync::OnceLock::new(),
+                baseline: std::sync::OnceLock::new(),
+                optimizer: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -287,11 +328,12 @@ impl WasmEngine {
         path: &Path,
         max_bytes: u64,
     ) -> Result<(WasmEngine, Component, String), PluginError> {
-        match self.open_plugin(path, max_bytes, |_| None::<std::convert::Infallible>)? {
+        match self.open_plugin(path, max_bytes, false, |_| None::<std::convert::Infallible>)? {
             Opened::Compiled {
                 engine,
                 component,
                 digest,
+                ..
             } => Ok((engine, component, digest)),
             Opened::Listed { cached, .. } => match cached {},
         }
@@ -301,10 +343,15 @@ impl WasmEngine {
     /// the file's digest, this engine's artifact for it is cached and `from_cache(digest)`
     /// returns `Some` (e.g. a cached `describe()` result), the file is neither read nor
     /// the artifact mapped: `Opened::Listed`. One stat, one index read, whichever way.
+    ///
+    /// With `baseline` (and [`EngineOptions::baseline_first`]), a component that must be
+    /// compiled is compiled by the Winch engine when it can be, and its bytes come back
+    /// in `Opened::Compiled::optimize` for the caller's background Cranelift compile.
     pub(crate) fn open_plugin<T>(
         &self,
         path: &Path,
         max_bytes: u64,
+        baseline: bool,
         from_cache: impl FnOnce(&str) -> Option<T>,
     ) -> Result<Opened<T>, PluginError> {
         let name = path.display().to_string();
@@ -333,6 +380,7 @@ impl WasmEngine {
                     engine: self.clone(),
                     component,
                     digest,
+                    optimize: None,
                 });
             }
         }
@@ -352,15 +400,83 @@ impl WasmEngine {
             });
         }
         let digest = hex::encode(Sha256::digest(&bytes));
-        let (engine, component) = self.compile_any_digest(&bytes, path, &digest)?;
-        if let Some((entry, stamp)) = &index {
-            write_atomically(entry, format!("{stamp} {digest}\n").as_bytes());
+        let index_it = || {
+            if let Some((entry, stamp)) = &index {
+                write_atomically(entry, format!("{stamp} {digest}\n").as_bytes());
+            }
+        };
+        if baseline
+            && self.inner.options.baseline_first
+            && !self.artifact_path(&digest).is_some_and(|a| a.is_file())
+            && let Some((engine, component)) = self.compile_baseline(&bytes, path)
+        {
+            index_it();
+            return Ok(Opened::Compiled {
+                engine,
+                component,
+                digest,
+                optimize: Some(bytes),
+            });
         }
+        let (engine, component) = self.compile_any_digest(&bytes, path, &digest)?;
+        index_it();
         Ok(Opened::Compiled {
             engine,
             component,
             digest,
+            optimize: None,
         })
+    }
+
+    /// The Winch sibling of this engine: the same limits and linker, baseline code, no
+    /// compile cache (its artifacts are short-lived: the Cranelift build replaces them),
+    /// and no pooling allocator (no second reservation of instance slots for code that
+    /// runs only until the swap). Created on first need.
+    fn baseline_engine(&self) -> Option<&WasmEngine> {
+        let made = self.inner.baseline.get_or_init(|| {
+            WasmEngine::with_options(EngineOptions {
+                compiler: Compiler::Winch,
+                baseline_first: false,
+                cache_dir: None,
+                pooling: false,
+                // Winch supports only lazily initialized tables.
+                table_lazy_init: true,
+                ..self.inner.options.clone()
+            })
+        });
+        match made {
+            Ok(e) => Some(e),
+            Err(e) => {
+                tracing::warn!("no baseline compiler, compiling with Cranelift only: {e}");
+                None
+            }
+        }
+    }
+
+    /// Compiles `bytes` with the baseline engine, or `None` (logged) when it cannot:
+    /// the caller then compiles with Cranelift as usual, so a component Winch does not
+    /// support still loads.
+    fn compile_baseline(&self, bytes: &[u8], path: &Path) -> Option<(WasmEngine, Component)> {
+        let baseline = self.baseline_engine()?;
+        check_component_header(bytes, &path.display().to_string()).ok()?;
+        let t0 = std::time::Instant::now();
+        match Component::new(&baseline.inner.engine, bytes) {
+            Ok(c) => {
+                tracing::info!(
+                    plugin = %path.display(),
+                    ms = t0.elapsed().as_millis() as u64,
+                    "compiled with the baseline compiler (Winch); the optimized build follows in the background"
+                );
+                Some((baseline.clone(), c))
+            }
+            Err(e) => {
+                tracing::debug!(
+                    plugin = %path.display(),
+                    "the baseline compiler cannot compile this component, using Cranelift: {e:#}"
+                );
+                None
+            }
+        }
     }
 
     /// Compiles a component on this engine or, when that fails and this engine has
@@ -375,7 +491,39 @@ impl WasmEngine {
         self.compile_any_digest(bytes, path, &hex::encode(Sha256::digest(bytes)))
     }
 
-    fn compile_any_digest(
+    /// Queues `job` for this engine's optimizer thread (started on first use, ended when
+    /// the engine is dropped). The background Cranelift compiles of a tier-up run there
+    /// one at a time, each spread over the cores by wasmtime's parallel compilation, so
+    /// a folder of many cold plugins does not start as many large compiles at once.
+    /// Returns `false` (the job is dropped) when the thread cannot be started.
+    pub(crate) fn optimize_later(&self, job: Job) -> bool {
+        let queue = self.inner.optimizer.get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<Job>();
+            let spawned = std::thread::Builder::new()
+                .name("toolhost-optimize".into())
+                .spawn(move || {
+                    // Ends when every sender is gone: the engine was dropped.
+                    while let Ok(job) = rx.recv() {
+                        job();
+                    }
+                });
+            match spawned {
+                Ok(_) => Some(std::sync::Mutex::new(tx)),
+                Err(e) => {
+                    tracing::warn!("cannot start the optimizer thread: {e}");
+                    None
+                }
+            }
+        });
+        match queue.as_ref().map(|q| q.lock()) {
+            Some(Ok(tx)) => tx.send(job).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// [`Self::compile_any`] of bytes whose digest is known (also the background half
+    /// of a tier-up: the Cranelift build, written to the cache).
+    pub(crate) fn compile_any_digest(
         &self,
         bytes: &[u8],
         path: &Path,
@@ -455,6 +603,9 @@ pub(crate) enum Opened<T> {
         component: Component,
         /// sha256 of the file (hex).
         digest: String,
+        /// When `engine` is the baseline (Winch) engine: the file's bytes, for the
+        /// Cranelift compile that replaces it.
+        optimize: Option<Vec<u8>>,
     },
 }
 

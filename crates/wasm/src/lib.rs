@@ -45,9 +45,9 @@ mod store;
 mod tool;
 mod versions;
 
-pub use component::Plugin;
+pub use component::{CodeTier, Plugin};
 pub use describe::{DescribeRefusal, DescribedTool, ToolSpec, accept_described};
-pub use engine::{EngineOptions, WasmEngine};
+pub use engine::{Compiler, EngineOptions, WasmEngine};
 pub use error::{EngineError, PluginError, PolicyError};
 pub use grant::Grant;
 pub use net::NetRuleError;

@@ -10,6 +10,7 @@ use toolhost_core::tools::ToolContext;
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::component::PluginInner;
+use crate::engine::WasmEngine;
 use crate::error::StoreError;
 use crate::grant::Grant;
 use crate::limits::{StopReason, TrapFacts};
@@ -31,10 +32,12 @@ pub(crate) struct CallSpec<'a> {
     pub fuel: Option<u64>,
 }
 
-/// A fresh store for one call of a component of `inner`, with limits set (before
-/// anything runs in it).
+/// A fresh store on `engine` (the one the component to run was compiled on, see
+/// `PluginInner::runnable`) for one call of a component of `inner`, with limits set
+/// (before anything runs in it).
 pub(crate) fn new_store(
     inner: &PluginInner,
+    engine: &WasmEngine,
     call: CallSpec<'_>,
 ) -> Result<Store<HostState>, StoreError> {
     let state = HostState::new(StateSpec {
@@ -45,7 +48,6 @@ pub(crate) fn new_store(
         policy: &inner.policy,
         ctx: call.ctx,
     })?;
-    let engine = &inner.engine;
     let mut store = Store::new(engine.engine(), state);
     store.limiter(|s| &mut s.limiter);
     if engine.options().fuel {

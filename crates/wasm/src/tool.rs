@@ -119,13 +119,13 @@ impl WasmTool {
         let name = &*self.registered;
         let guest_name = &*self.guest_name;
         let declared_network = self.spec.permissions.contains(&Permission::Network);
-        let pre = &self
+        let (engine, pre) = self
             .plugin
-            .linked()
-            .map_err(|e| ToolError::failed(name, format!("the plugin cannot be loaded: {e}")))?
-            .pre;
+            .runnable()
+            .map_err(|e| ToolError::failed(name, format!("the plugin cannot be loaded: {e}")))?;
         let mut store = new_store(
             &self.plugin,
+            engine,
             CallSpec {
                 grant: &self.grant,
                 declared_network,

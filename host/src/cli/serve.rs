@@ -170,6 +170,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // A broken config is an error before anything is served; plugins and servers that
     // fail to load are warnings, as in the other commands.
     let config = super::common::load_config(&args.host)?;
+    // A long-lived host: components missing from the compile cache start on baseline
+    // code and are swapped to optimized code in the background (docs/design.md,
+    // "Compile tiers").
+    toolhost::loader::use_long_lived_engine();
     // Tokens are checked before anything loads: a bad token file or an unauthenticated
     // --allow-remote stops here.
     let tokens = match args.http {

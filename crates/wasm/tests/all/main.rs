@@ -13,3 +13,4 @@ mod hostile_net;
 mod limits;
 mod loading;
 mod net;
+mod tiers;
