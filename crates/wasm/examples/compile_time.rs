@@ -1,10 +1,11 @@
 //! Measures what a first compile costs per code generator: compiles each component given
 //! (no cache) with the engine settings toolhost uses (component model, fuel, epochs),
-//! with Cranelift (the default) and, when wasmtime's `winch` feature is on, with Winch,
-//! each with and without parallel compilation of the component's functions, and prints
-//! the seconds per component (best of `RUNS`, default 1).
+//! with Cranelift (the default) and with Winch (the baseline compiler `serve` compiles a
+//! cold component with first, see docs/design.md "Compile tiers"), each with and without
+//! parallel compilation of the component's functions, and prints the seconds per
+//! component (best of `RUNS`, default 1).
 //!
-//! `cargo run --release -p toolhost-wasm --features wasmtime/winch --example compile_time -- A.wasm B.wasm ...`
+//! `cargo run --release -p toolhost-wasm --example compile_time -- A.wasm B.wasm ...`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
@@ -27,8 +28,7 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(1);
     let files: Vec<String> = std::env::args().skip(1).collect();
-    // Without wasmtime's `winch` feature the Winch engine cannot be built; that is
-    // printed and the Cranelift lines stand alone.
+    // An engine that cannot be built is printed as such and the other lines stand.
     let setups = [
         ("cranelift", Strategy::Cranelift),
         ("winch", Strategy::Winch),

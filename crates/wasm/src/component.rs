@@ -243,8 +243,8 @@ impl Plugin {
                         engine.store_describe(&digest, &Described::Tools(specs.clone()));
                         // Only a component that described itself is worth the
                         // optimizing compile.
-                        if let Some(bytes) = optimize {
-                            optimize_later(&inner, &main_engine, bytes);
+                        if let Some(file) = optimize {
+                            optimize_later(&inner, &main_engine, file);
                         }
                         (inner, specs)
                     }
@@ -381,12 +381,13 @@ impl Plugin {
 }
 
 /// The background half of a tier-up: queues, on `engine`'s optimizer thread, the
-/// Cranelift compile of `bytes` (on the host's engine, which writes the artifact to the
-/// compile cache), its linking and its swap into the plugin. The job holds the plugin
+/// Cranelift compile of the component in `file` (read again at its turn, and only if its
+/// bytes still have the plugin's digest), on the host's engine, which writes the artifact
+/// to the compile cache; then its linking and its swap into the plugin. The job holds the plugin
 /// weakly: a plugin dropped before its turn (replaced, removed) is skipped, one dropped
 /// during the compile is not kept alive (its artifact is still cached). A failure leaves
 /// the plugin on its baseline code, which is correct, only slower; it is logged.
-fn optimize_later(inner: &Arc<PluginInner>, engine: &WasmEngine, bytes: Vec<u8>) {
+fn optimize_later(inner: &Arc<PluginInner>, engine: &WasmEngine, mut file: std::fs::File) {
     let weak = Arc::downgrade(inner);
     let path = inner.path.clone();
     let digest = inner.digest.clone();
@@ -397,6 +398,18 @@ fn optimize_later(inner: &Arc<PluginInner>, engine: &WasmEngine, bytes: Vec<u8>)
         }
         let t0 = std::time::Instant::now();
         let name = path.display().to_string();
+        let bytes = match crate::engine::read_same(&mut file, &digest, main.options().max_plugin_bytes) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                tracing::debug!(plugin = %name, "changed since it was loaded: no optimizing compile (the reload takes the new file)");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(plugin = %name, "cannot read the component again for the optimizing compile; it keeps running its baseline code: {e}");
+                return;
+            }
+        };
+        drop(file);
         let linked = main
             .compile_any_digest(&bytes, &path, &digest)
             .and_then(|(engine, component)| Ok((link(&engine, &component, &name)?, engine)));

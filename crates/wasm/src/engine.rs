@@ -345,8 +345,9 @@ impl WasmEngine {
     /// the artifact mapped: `Opened::Listed`. One stat, one index read, whichever way.
     ///
     /// With `baseline` (and [`EngineOptions::baseline_first`]), a component that must be
-    /// compiled is compiled by the Winch engine when it can be, and its bytes come back
-    /// in `Opened::Compiled::optimize` for the caller's background Cranelift compile.
+    /// compiled is compiled by the Winch engine when it can be, and the open file comes
+    /// back in `Opened::Compiled::optimize` for the caller's background Cranelift compile
+    /// (read again then, so a queue of cold components holds no bytes in memory).
     pub(crate) fn open_plugin<T>(
         &self,
         path: &Path,
@@ -415,7 +416,7 @@ impl WasmEngine {
                 engine,
                 component,
                 digest,
-                optimize: Some(bytes),
+                optimize: Some(file),
             });
         }
         let (engine, component) = self.compile_any_digest(&bytes, path, &digest)?;
@@ -603,9 +604,9 @@ pub(crate) enum Opened<T> {
         component: Component,
         /// sha256 of the file (hex).
         digest: String,
-        /// When `engine` is the baseline (Winch) engine: the file's bytes, for the
-        /// Cranelift compile that replaces it.
-        optimize: Option<Vec<u8>>,
+        /// When `engine` is the baseline (Winch) engine: the open component file, for
+        /// the Cranelift compile that replaces it ([`read_same`]).
+        optimize: Option<std::fs::File>,
     },
 }
 
@@ -624,5 +625,63 @@ fn check_component_header(bytes: &[u8], name: &str) -> Result<(), PluginError> {
         )),
         [_, _, 1, 0] => Ok(()),
         _ => Err(err("unknown wasm binary version/layer")),
+    }
+}
+
+/// The contents of `file` (read again from its start, through the handle that was
+/// hashed, so a file renamed over it does not matter) if they still have this sha256
+/// (hex) and fit in `max_bytes`; `None` when they changed in place: the live reload
+/// handles a changed plugin, a tier-up never compiles other bytes than it described.
+pub(crate) fn read_same(
+    file: &mut std::fs::File,
+    digest: &str,
+    max_bytes: u64,
+) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::{Read, Seek};
+    file.seek(std::io::SeekFrom::Start(0))?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes || hex::encode(Sha256::digest(&bytes)) != digest {
+        return Ok(None);
+    }
+    Ok(Some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::Write;
+
+    use super::*;
+
+    #[test]
+    fn a_tier_up_reads_only_the_bytes_it_described() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.wasm");
+        std::fs::write(&path, b"first version").unwrap();
+        let digest = hex::encode(Sha256::digest(b"first version"));
+        let mut held = std::fs::File::open(&path).unwrap();
+        // Unchanged: read again from the start, whatever was read before.
+        assert_eq!(
+            read_same(&mut held, &digest, 1 << 20).unwrap().as_deref(),
+            Some(&b"first version"[..])
+        );
+        // Over the size cap: refused.
+        assert_eq!(read_same(&mut held, &digest, 4).unwrap(), None);
+        // A new file renamed over the path: the held handle still reads what was hashed.
+        let other = dir.path().join("q.wasm");
+        std::fs::write(&other, b"second version").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert_eq!(
+            read_same(&mut held, &digest, 1 << 20).unwrap().as_deref(),
+            Some(&b"first version"[..])
+        );
+        // Changed in place (same inode): refused.
+        let mut held = std::fs::File::open(&path).unwrap();
+        let digest = hex::encode(Sha256::digest(b"second version"));
+        let mut w = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        w.write_all(b"SECOND").unwrap();
+        assert_eq!(read_same(&mut held, &digest, 1 << 20).unwrap(), None);
     }
 }
