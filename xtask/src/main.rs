@@ -97,6 +97,17 @@ pub fn step(msg: &str) {
     eprintln!("\n==> {msg}");
 }
 
+/// Prints the free space of the file system that holds `target/` (`df -h`), so a run
+/// that fills the disk says how full it was before each large build. Informational: a
+/// missing `df` prints nothing.
+pub fn disk_report() {
+    let target = root().join("target");
+    let dir = if target.is_dir() { target } else { root() };
+    if let Ok(out) = Command::new("df").arg("-h").arg(&dir).output() {
+        eprint!("{}", String::from_utf8_lossy(&out.stdout));
+    }
+}
+
 /// Runs a command, failing with its description if it does not succeed.
 pub fn run(cmd: &mut Command) -> Result {
     let desc = format!("{cmd:?}");
@@ -149,6 +160,7 @@ fn soak(calls: Option<u64>) -> Result {
 }
 
 fn test(extra: &[String]) -> Result {
+    disk_report();
     let plugins_dir = plugins::build_all()?;
     setup_peers()?;
     lint()?;
@@ -166,5 +178,6 @@ fn test(extra: &[String]) -> Result {
         cmd.env(k, v);
     }
     run(&mut cmd)?;
+    disk_report();
     fuzz::run(20)
 }
