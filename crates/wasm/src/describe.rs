@@ -1,22 +1,15 @@
 //! A component's `describe()`: the caps on what it may return ([`describe_limits`]), the
 //! check and conversion of its raw output into [`ToolSpec`]s ([`accept_described`], a pure
-//! function of plain data, so a fuzz target can call it without wasmtime), the run of the
-//! guest under its wall-clock budget ([`DESCRIBE_TIMEOUT`]), and what the describe cache
-//! remembers about a component (its tools, or why it was refused).
+//! function of plain data, so a fuzz target can call it without wasmtime), and the
+//! wall-clock budget of the guest's run ([`DESCRIBE_TIMEOUT`]). The run itself and what
+//! the describe cache remembers about a component (its tools, or why it was refused) are
+//! in `run`, built with the `runtime` feature.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use thiserror::Error;
-use toolhost_core::tools::{Permission, ToolError};
-
-use crate::bindings;
-use crate::component::PluginInner;
-use crate::error::PluginError;
-use crate::grant::Grant;
-use crate::limits::map_trap;
-use crate::store::{CallSpec, facts, new_store};
+use toolhost_core::tools::Permission;
 
 /// Wall-clock budget of `describe()` at load time: the epoch deadline stops a guest
 /// that spins, a timer around the call stops one blocked in host I/O (a sleep, a
@@ -24,7 +17,7 @@ use crate::store::{CallSpec, facts, new_store};
 pub const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Caps on what `describe()` may return. A component over any of them is refused whole
-/// ([`PluginError::DescribeTooLarge`]), and the refusal is remembered by its digest.
+/// ([`crate::error::PluginError::DescribeTooLarge`]), and the refusal is remembered by its digest.
 /// The list is lifted out of the guest's memory before it can be counted, so its size is
 /// bounded first by the policy's memory cap.
 pub mod describe_limits {
@@ -193,155 +186,10 @@ fn check_described(tools: &[DescribedTool]) -> Result<(), String> {
     Ok(())
 }
 
-/// A permission as WIT carries it, as the tools API knows it.
-fn permission_from_wit(p: bindings::Permission) -> Permission {
-    use bindings::Permission as W;
-    match p {
-        W::Read => Permission::Read,
-        W::Write => Permission::Write,
-        W::Delete => Permission::Delete,
-        W::Network => Permission::Network,
-        W::Shell => Permission::Shell,
-        W::FileSystem => Permission::FileSystem,
-        W::Custom(s) => Permission::Custom(s),
-    }
-}
-
-/// The bindings' `tool-info` as plain data.
-fn from_wit(info: bindings::toolhost::tool::types::ToolInfo) -> DescribedTool {
-    DescribedTool {
-        name: info.name,
-        description: info.description,
-        parameters: info.parameters,
-        permissions: info
-            .permissions
-            .into_iter()
-            .map(permission_from_wit)
-            .collect(),
-        tags: info.tags,
-    }
-}
-
-/// What the describe cache holds for a component digest: its tools, or why it was refused
-/// (a refusal that does not depend on the policy: the time budget, the output caps, bad
-/// JSON), so a later start refuses it at once instead of paying the budget again.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(crate) enum Described {
-    /// `describe()` succeeded.
-    Tools(Vec<ToolSpec>),
-    /// `describe()` was refused.
-    Rejected(Rejection),
-}
-
-/// A remembered `describe()` refusal.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(crate) enum Rejection {
-    /// [`PluginError::DescribeTimeout`].
-    Timeout {
-        /// The budget, ms.
-        ms: u64,
-    },
-    /// [`PluginError::DescribeTooLarge`].
-    TooLarge {
-        /// The message.
-        message: String,
-    },
-    /// [`PluginError::Describe`] for output the host cannot use (bad JSON).
-    Invalid {
-        /// The message.
-        message: String,
-    },
-}
-
-impl Rejection {
-    /// The error a load of the component at `path` fails with.
-    pub(crate) fn into_error(self, path: &str) -> PluginError {
-        let path = path.to_string();
-        match self {
-            Rejection::Timeout { ms } => PluginError::DescribeTimeout {
-                path,
-                timeout: Duration::from_millis(ms),
-            },
-            Rejection::TooLarge { message } => PluginError::DescribeTooLarge { path, message },
-            Rejection::Invalid { message } => PluginError::Describe { path, message },
-        }
-    }
-}
-
-impl From<DescribeRefusal> for Rejection {
-    fn from(r: DescribeRefusal) -> Self {
-        let message = r.to_string();
-        match r {
-            DescribeRefusal::TooLarge { .. } => Rejection::TooLarge { message },
-            DescribeRefusal::InvalidJson { .. } => Rejection::Invalid { message },
-        }
-    }
-}
-
-/// Why `describe()` failed: a refusal worth remembering, or a failure that may depend on
-/// the policy (a memory cap) or the moment.
-pub(crate) enum DescribeFailure {
-    /// Remembered by the component's digest.
-    Remembered(Rejection),
-    /// Not remembered: the message of a [`PluginError::Describe`].
-    Other(String),
-}
-
-/// Runs the component's `describe()` with no grants, under [`DESCRIBE_TIMEOUT`], and
-/// accepts its output ([`accept_described`]).
-pub(crate) async fn run_describe(
-    inner: &Arc<PluginInner>,
-) -> Result<Vec<ToolSpec>, DescribeFailure> {
-    let (engine, pre) = inner
-        .runnable()
-        .map_err(|e| DescribeFailure::Other(e.to_string()))?;
-    let grant = Grant::default();
-    let mut store = new_store(
-        inner,
-        engine,
-        CallSpec {
-            grant: &grant,
-            declared_network: false,
-            ctx: None,
-            tool: "describe",
-            timeout: DESCRIBE_TIMEOUT,
-            fuel: None,
-        },
-    )
-    .map_err(|e| DescribeFailure::Other(e.to_string()))?;
-    let run = async { pre.describe(&mut store).await };
-    // The epoch callback stops a guest that spins; the timer stops one blocked in host
-    // I/O (a WASI sleep or poll), where no wasm runs for the epoch check to see.
-    let outcome = tokio::select! {
-        r = run => Some(r),
-        () = tokio::time::sleep(DESCRIBE_TIMEOUT) => None,
-    };
-    store.data().flush_output();
-    let timeout = Rejection::Timeout {
-        ms: DESCRIBE_TIMEOUT.as_millis() as u64,
-    };
-    let Some(res) = outcome else {
-        return Err(DescribeFailure::Remembered(timeout));
-    };
-    let infos = res.map_err(|e| {
-        let err = map_trap(
-            "describe",
-            &e,
-            facts(
-                &store,
-                DESCRIBE_TIMEOUT,
-                None,
-                inner.engine.options().max_wasm_stack,
-            ),
-        );
-        match err {
-            ToolError::Timeout(..) => DescribeFailure::Remembered(timeout.clone()),
-            other => DescribeFailure::Other(other.to_string()),
-        }
-    })?;
-    accept_described(infos.into_iter().map(from_wit).collect())
-        .map_err(|r| DescribeFailure::Remembered(r.into()))
-}
+#[cfg(feature = "runtime")]
+mod run;
+#[cfg(feature = "runtime")]
+pub(crate) use run::{DescribeFailure, Described, run_describe};
 
 #[cfg(test)]
 mod tests {
@@ -389,6 +237,5 @@ mod tests {
                 .starts_with("tool \"b\\u{1b}\": parameters is not valid JSON: "),
             "{e}"
         );
-        assert!(matches!(Rejection::from(e), Rejection::Invalid { .. }));
     }
 }

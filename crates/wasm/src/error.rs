@@ -175,6 +175,7 @@ pub enum PluginError {
 
 /// The sandbox (`Store`) of one call could not be set up. Crate-internal: a tool call
 /// reports it as a failed call, `describe()` as [`PluginError::Describe`].
+#[cfg(feature = "runtime")]
 #[derive(Debug, Error)]
 pub(crate) enum StoreError {
     /// A granted folder could not be made a preopen (its held handle is gone, or the
