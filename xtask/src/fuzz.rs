@@ -1,6 +1,10 @@
 //! `cargo xtask fuzz [SECONDS]`: runs every cargo-fuzz target of `fuzz/` for a short time
 //! (default 20 s each), keeping and growing the corpora in `fuzz/corpus/<target>`.
 //!
+//! Two builds ([`Build`]): `cargo xtask fuzz` fuzzes optimised code, for runs long enough
+//! to pay for its long instrumented build; the smoke run at the end of `cargo xtask test`
+//! builds unoptimised code, which compiles in a fraction of the time.
+//!
 //! Installs what it needs on first use: the nightly toolchain (`rustup toolchain install
 //! nightly --profile minimal`; libFuzzer's instrumentation needs nightly flags) and
 //! `cargo-fuzz` (`cargo install --root target/toolchains`). A crash fails the task and
@@ -30,8 +34,18 @@ pub const FEATURES: &str = "wasm,mcp";
 /// The cargo-fuzz release installed under `target/toolchains`.
 pub const CARGO_FUZZ: &str = "cargo-fuzz@0.13.1";
 
+/// How the targets are built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Build {
+    /// The release profile (optimised, instrumented): the most executions per second.
+    Optimised,
+    /// The dev profile (`cargo fuzz run --dev`): slower executions, a much shorter build.
+    /// Figures: docs/security.md, "Fuzzing".
+    Quick,
+}
+
 /// Runs every target for `seconds`.
-pub fn run(seconds: u64) -> crate::Result {
+pub fn run(seconds: u64, build: Build) -> crate::Result {
     ensure_nightly()?;
     let cargo_fuzz = ensure_cargo_fuzz()?;
     let dir = crate::root().join("fuzz");
@@ -43,6 +57,9 @@ pub fn run(seconds: u64) -> crate::Result {
         cmd.current_dir(&dir)
             .env("RUSTUP_TOOLCHAIN", "nightly")
             .args(["fuzz", "run", "--features", FEATURES]);
+        if build == Build::Quick {
+            cmd.arg("--dev");
+        }
         crate::run(
             cmd.args([target, "--"])
                 .arg(format!("-max_total_time={seconds}"))
@@ -79,7 +96,9 @@ fn ensure_cargo_fuzz() -> crate::Result<std::path::PathBuf> {
         crate::step(&format!("cargo install {CARGO_FUZZ}"));
         crate::run(
             Command::new(crate::cargo())
-                .args(["install", "--locked", CARGO_FUZZ, "--root"])
+                // A dev build: cargo-fuzz only drives cargo, and a release build of it
+                // costs minutes of a fresh CI run.
+                .args(["install", "--debug", "--locked", CARGO_FUZZ, "--root"])
                 .arg(&root),
         )?;
     }

@@ -41,8 +41,8 @@ fn main() -> ExitCode {
         "bench-docs" => bench_docs::run(),
         "bench-peers" => peers_bench::setup(),
         "fuzz" => match rest.first().map(|s| s.parse::<u64>()) {
-            None => fuzz::run(20),
-            Some(Ok(secs)) => fuzz::run(secs),
+            None => fuzz::run(20, fuzz::Build::Optimised),
+            Some(Ok(secs)) => fuzz::run(secs, fuzz::Build::Optimised),
             Some(Err(_)) => Err("usage: cargo xtask fuzz [SECONDS per target]".into()),
         },
         "soak" => match rest.first().map(|s| s.parse::<u64>()) {
@@ -179,5 +179,5 @@ fn test(extra: &[String]) -> Result {
     }
     run(&mut cmd)?;
     disk_report();
-    fuzz::run(20)
+    fuzz::run(20, fuzz::Build::Quick)
 }
