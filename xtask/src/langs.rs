@@ -354,9 +354,12 @@ impl Toolchains {
             "cargo install {spec} into {} (one-time, a few minutes)",
             self.dir.display()
         ));
+        // `--debug`: a dev build compiles in a fraction of the time of a release build,
+        // which a fresh CI machine pays in full, and generating bindings takes
+        // milliseconds either way.
         crate::run(
             Command::new(crate::cargo())
-                .args(["install", "--locked", "--no-default-features"])
+                .args(["install", "--debug", "--locked", "--no-default-features"])
                 .args(features)
                 .arg(spec)
                 .arg("--root")
