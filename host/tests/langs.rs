@@ -392,7 +392,12 @@ fn c_ungranted_read_is_denied() {
 fn spin_is_stopped(wasm: &str, tool: &str) {
     let dir = need_plugins!();
     let fixture = fixtures_dir(&dir).join(wasm);
-    let tmp = plugin_dir(&fixture, "timeout_ms = 300\nmemory_mb = 128\n");
+    // Fuel at its maximum (10^13, minutes of work on any machine): only the deadline can
+    // stop the loop, however fast the machine burns the default budget.
+    let tmp = plugin_dir(
+        &fixture,
+        "timeout_ms = 300\nmemory_mb = 128\nfuel = 10000000000000\n",
+    );
     let start = Instant::now();
     let v = call(tmp.path(), tool, "{}");
     assert_eq!(v["ok"], false, "the spin loop returned: {v:#}");

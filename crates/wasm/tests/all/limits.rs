@@ -10,7 +10,9 @@ use crate::support::{call, err_text, still_works, with_policy};
 
 #[tokio::test]
 async fn infinite_loop_is_stopped_by_the_epoch_deadline_within_twice_the_deadline() {
-    let (reg, _d) = with_policy("hostile", "timeout_ms = 200\n").await;
+    // Fuel at its maximum, so that only the deadline can stop the loop however fast the
+    // machine burns instructions (the default budget lasts about 0.3 s on a fast one).
+    let (reg, _d) = with_policy("hostile", "timeout_ms = 200\nfuel = 10000000000000\n").await;
     let start = Instant::now();
     let inv = call(&reg, "spin", json!({})).await;
     let elapsed = start.elapsed();
@@ -41,10 +43,11 @@ async fn infinite_loop_is_stopped_by_fuel() {
 }
 
 #[tokio::test]
-async fn by_default_a_spin_loop_runs_out_of_fuel_before_the_deadline() {
-    // No `fuel` and no `timeout_ms`: the default budget stops the loop, not the 10 s
-    // default deadline (a CPU bound that does not depend on the machine's speed).
-    let (reg, _d) = with_policy("hostile", "memory_mb = 64\n").await;
+async fn without_a_fuel_key_a_spin_loop_runs_out_of_the_default_fuel_budget() {
+    // No `fuel`: the default budget applies. The deadline is set far beyond what the
+    // budget takes to burn on any machine (10 min against well under 10 s on a slow one),
+    // so that the test names the one limit that can fire.
+    let (reg, _d) = with_policy("hostile", "memory_mb = 64\ntimeout_ms = 600000\n").await;
     let inv = call(&reg, "spin", json!({})).await;
     assert!(
         matches!(&inv.output, Err(ToolError::LimitExceeded(..))),
