@@ -10,6 +10,9 @@
 //!   `add` plugin, for `host/benches/mcp.rs`); `cargo xtask test` does not run it.
 //! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target of `fuzz/` briefly (also the last
 //!   step of `cargo xtask test`).
+//! - `cargo xtask env`: prints, as shell `export` lines, the variables `cargo xtask test`
+//!   gives the tests (where the plugins and peers are), so that one test can be run alone:
+//!   `eval "$(cargo xtask env)" && cargo test -p toolhost --test serve`.
 //! - `cargo xtask soak [CALLS]`: the soak of `host/tests/soak.rs` alone, one transport at a
 //!   time, with its figures printed (`cargo xtask test` runs it too, with 100 000 calls).
 
@@ -38,6 +41,10 @@ fn main() -> ExitCode {
         "lint" => lint(),
         "demo" => demo::run(),
         "peers" => setup_peers(),
+        "env" => {
+            print_env();
+            Ok(())
+        }
         "bench-docs" => bench_docs::run(),
         "bench-peers" => peers_bench::setup(),
         "fuzz" => match rest.first().map(|s| s.parse::<u64>()) {
@@ -59,6 +66,7 @@ fn main() -> ExitCode {
                  (extra arguments go to `cargo test`)\n  \
                  lint      cargo fmt --check and cargo clippy -D warnings\n  \
                  peers     install the test peers (npm, PyPI, Debian docker-registry + minisign)\n  \
+                 env       print the tests' environment as `export` lines (eval it to run one test)\n  \
                  bench-docs  rebuild docs/benchmarks.md from docs/benchmarks/*.md\n  \
                  bench-peers install the benchmarks' own peers (hyper-mcp + its add plugin)\n  \
                  fuzz      run every cargo-fuzz target of fuzz/ briefly (default 20 s each)\n  \
@@ -128,6 +136,27 @@ fn setup_peers() -> Result {
     Ok(())
 }
 
+/// The environment `cargo xtask test` gives `cargo test`: the plugins folder and where each
+/// peer is installed.
+fn test_env() -> Vec<(String, String)> {
+    let plugins = root().join("target").join("plugins");
+    std::iter::once((
+        "TOOLHOST_TEST_PLUGINS".to_string(),
+        plugins.display().to_string(),
+    ))
+    .chain(peers_mcp::test_env())
+    .chain(peers_llm::test_env())
+    .chain(peers_dist::test_env())
+    .collect()
+}
+
+/// Prints [`test_env`] as POSIX shell `export` lines, each value single-quoted.
+fn print_env() {
+    for (k, v) in test_env() {
+        println!("export {k}='{}'", v.replace('\'', r"'\''"));
+    }
+}
+
 fn lint() -> Result {
     step("cargo fmt --check");
     run(Command::new(cargo())
@@ -169,14 +198,8 @@ fn test(extra: &[String]) -> Result {
     cmd.current_dir(root())
         .args(["test", "--workspace"])
         .args(extra)
+        .envs(test_env())
         .env("TOOLHOST_TEST_PLUGINS", &plugins_dir);
-    for (k, v) in peers_mcp::test_env()
-        .into_iter()
-        .chain(peers_llm::test_env())
-        .chain(peers_dist::test_env())
-    {
-        cmd.env(k, v);
-    }
     run(&mut cmd)?;
     disk_report();
     fuzz::run(20, fuzz::Build::Quick)
