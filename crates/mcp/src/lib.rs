@@ -16,37 +16,53 @@
 //! The `toolhost` crate re-exports the client types from `toolhost::tools`, so
 //! `use toolhost::tools::McpClient` works (part of the public API contract,
 //! `docs/design.md`); the rest is under `toolhost::mcp`.
+//!
+//! Feature `runtime` (on by default) is all of the above. Without it the crate is only
+//! [`stdio`]'s framing of a server's output (the line guard under rmcp's JSON-RPC codec):
+//! the fuzz targets build it that way, so their instrumented build compiles no HTTP stack,
+//! TLS or OAuth.
 
-pub mod approver;
-pub mod client;
-pub mod config;
-pub mod content;
-pub mod downstream;
-mod error;
-pub mod form;
-pub mod gateway;
-pub mod info;
-pub mod oauth;
-pub mod rating;
-pub mod sandbox;
-pub mod server;
+// Its child-process helpers serve the client, which needs `runtime`; without it only the
+// framing is used.
+#[cfg_attr(not(feature = "runtime"), allow(dead_code))]
 pub mod stdio;
-mod sync;
-pub mod tool;
-
-pub use approver::ClientApprover;
-pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
-pub use config::{McpConfig, McpServerConfig};
-pub use downstream::{DownstreamClient, LocalLogin, LocalUser};
-pub use error::{
-    McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
-};
-pub use gateway::{Gateway, GatewayError, GatewayEvent};
-pub use info::{McpToolAnnotations, McpToolInfo};
-pub use oauth::{LoginOptions, OAuthClientIdentity, OAuthError, OAuthStore};
-pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};
-pub use sandbox::{McpSandbox, McpSandboxError};
-pub use server::McpServer;
 pub use stdio::StdioLimits;
-pub use sync::{McpRegistered, ToolFilter};
-pub use tool::McpTool;
+
+/// Its items only with the `runtime` feature (on by default): everything but the stdio
+/// framing, which is all the fuzz targets build.
+macro_rules! runtime {
+    ($($item:item)*) => { $(#[cfg(feature = "runtime")] $item)* };
+}
+
+runtime! {
+    pub mod approver;
+    pub mod client;
+    pub mod config;
+    pub mod content;
+    pub mod downstream;
+    mod error;
+    pub mod form;
+    pub mod gateway;
+    pub mod info;
+    pub mod oauth;
+    pub mod rating;
+    pub mod sandbox;
+    pub mod server;
+    mod sync;
+    pub mod tool;
+    pub use approver::ClientApprover;
+    pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
+    pub use config::{McpConfig, McpServerConfig};
+    pub use downstream::{DownstreamClient, LocalLogin, LocalUser};
+    pub use error::{
+        McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
+    };
+    pub use gateway::{Gateway, GatewayError, GatewayEvent};
+    pub use info::{McpToolAnnotations, McpToolInfo};
+    pub use oauth::{LoginOptions, OAuthClientIdentity, OAuthError, OAuthStore};
+    pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};
+    pub use sandbox::{McpSandbox, McpSandboxError};
+    pub use server::McpServer;
+    pub use sync::{McpRegistered, ToolFilter};
+    pub use tool::McpTool;
+}
