@@ -12,6 +12,7 @@ pub mod audit;
 pub mod call;
 pub mod chat;
 pub mod common;
+pub mod completions;
 pub mod elicit;
 pub mod inspect;
 pub mod install;
@@ -28,7 +29,7 @@ pub mod term;
 
 /// toolhost: run sandboxed WebAssembly tools, MCP tools and native tools for LLMs.
 #[derive(Debug, Parser)]
-#[command(name = "toolhost", version, about, propagate_version = true)]
+#[command(name = "toolhost", version = version_text(), about, propagate_version = true)]
 pub struct Cli {
     /// More log output on stderr (-v info, -vv debug, -vvv trace). RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -81,6 +82,26 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// List, add or revoke the remembered "allow always" decisions of destructive tools.
     Approvals(approvals::ApprovalsArgs),
+    /// Print a shell completion script: `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
+    Completions(completions::CompletionsArgs),
+}
+
+/// What `toolhost --version` prints after the name: the host's version, the versions of
+/// the plugin world it links, and the wasmtime release that runs them.
+fn version_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let worlds: Vec<String> = toolhost_wasm::WORLD_VERSIONS
+            .iter()
+            .map(|v| format!("toolhost:tool@{v}"))
+            .collect();
+        format!(
+            "{}\nWIT worlds: {}\nwasmtime {}",
+            env!("CARGO_PKG_VERSION"),
+            worlds.join(", "),
+            toolhost_wasm::WASMTIME_VERSION
+        )
+    })
 }
 
 impl Cli {
@@ -110,6 +131,7 @@ impl Cli {
             Command::Publish(a) => publish::run(a).await,
             Command::Approvals(a) => approvals::run(a).await,
             Command::Mcp(a) => mcp::run(a).await,
+            Command::Completions(a) => completions::run(a),
         }
     }
 }

@@ -38,6 +38,57 @@ pub use error::{EngineError, PluginError, PolicyError};
 pub use net::NetRuleError;
 pub use policy::Policy;
 
+/// The versions of the plugin world `toolhost:tool` this host links (`wit/tool.wit` is
+/// 0.1.0, `wit/v0.2/tool.wit` 0.2.0); `toolhost --version` prints them.
+pub const WORLD_VERSIONS: &[&str] = &["0.1.0", "0.2.0"];
+
+/// The wasmtime release this crate is built on (pinned with `=` in the workspace manifest,
+/// which a unit test checks); `toolhost --version` prints it.
+pub const WASMTIME_VERSION: &str = "48.0.8";
+
+#[cfg(test)]
+mod version_tests {
+    /// The version line of `[workspace.dependencies]` for `name`, from the manifest.
+    fn pinned(manifest: &str, name: &str) -> Option<String> {
+        manifest.lines().find_map(|l| {
+            let rest = l.strip_prefix(name)?.trim_start().strip_prefix('=')?;
+            Some(
+                rest.trim()
+                    .trim_matches('"')
+                    .trim_start_matches('=')
+                    .to_string(),
+            )
+        })
+    }
+
+    #[test]
+    fn the_wasmtime_version_is_the_pinned_one() {
+        let manifest = include_str!("../../../Cargo.toml");
+        for name in ["wasmtime", "wasmtime-wasi", "wasmtime-wasi-http"] {
+            assert_eq!(
+                pinned(manifest, name).as_deref(),
+                Some(super::WASMTIME_VERSION),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_world_versions_are_those_of_the_wit_files() {
+        for (wit, version) in [
+            (include_str!("../../../wit/tool.wit"), "0.1.0"),
+            (include_str!("../../../wit/v0.2/tool.wit"), "0.2.0"),
+        ] {
+            assert!(
+                wit.contains(&format!("package toolhost:tool@{version};")),
+                "{version}"
+            );
+            assert!(super::WORLD_VERSIONS.contains(&version));
+        }
+        assert_eq!(super::WORLD_VERSIONS.len(), 2);
+    }
+}
+
 /// Its items only with the `runtime` feature (everything that needs wasmtime).
 macro_rules! runtime {
     ($($item:item)*) => { $(#[cfg(feature = "runtime")] $item)* };
