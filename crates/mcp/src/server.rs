@@ -20,6 +20,12 @@
 //!   `notifications/initialized` (tools loading in the background) is announced too.
 //! - `tools/call` of a tool the registry is still loading waits for it (the registry's
 //!   pending loads, `ToolRegistry::begin_loading`).
+//! - `tools/list` while loads are pending waits for them, up to [`DEFAULT_LIST_WAIT`]
+//!   ([`McpServer::with_list_wait`]): many clients list tools once and never again,
+//!   whatever `list_changed` says, so a list answered in the first milliseconds of a start
+//!   from a warm compile cache must not be partial. Only a load that takes longer (a cold
+//!   compile of a large component) is answered with what is ready, and `list_changed`
+//!   follows when the rest is registered.
 //! - HTTP binds loopback by default ([`McpServer::serve_http`] refuses other addresses unless told,
 //!   and then only with a bearer token), and validates `Host` (loopback names, the bound
 //!   address and the operator's `allowed_hosts`) and `Origin` (loopback origins only;
@@ -78,10 +84,18 @@ pub use http::{ANY_HOST, CappedSessionManager, HttpLimits, HttpServeOptions, Ses
 /// The token that stops [`McpServer::serve_http`] (tokio-util's `CancellationToken`).
 pub use tokio_util::sync::CancellationToken as StopToken;
 
+/// How long `tools/list` waits for the registry's pending loads before it answers with
+/// the tools that are ready (see the module docs). A start from a warm compile cache
+/// loads in tens of milliseconds; a cold compile of a large component takes longer and is
+/// announced with `list_changed` instead.
+pub const DEFAULT_LIST_WAIT: Duration = Duration::from_secs(5);
+
 /// An MCP server over a [`ToolRegistry`]. Cheap to clone (one clone per HTTP session).
 #[derive(Clone, Debug)]
 pub struct McpServer {
     registry: ToolRegistry,
+    /// How long `tools/list` waits for pending loads.
+    list_wait: Duration,
     name: String,
     version: String,
     instructions: Option<String>,
@@ -123,6 +137,7 @@ impl McpServer {
     pub fn new(registry: ToolRegistry) -> Self {
         Self {
             registry,
+            list_wait: DEFAULT_LIST_WAIT,
             name: "toolhost".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
@@ -157,6 +172,13 @@ impl McpServer {
     /// Sets the `instructions` sent in the handshake.
     pub fn with_instructions(mut self, text: impl Into<String>) -> Self {
         self.instructions = Some(text.into());
+        self
+    }
+
+    /// Sets how long `tools/list` waits for the registry's pending loads
+    /// ([`DEFAULT_LIST_WAIT`]); zero answers at once with what is ready.
+    pub fn with_list_wait(mut self, wait: Duration) -> Self {
+        self.list_wait = wait;
         self
     }
 
@@ -287,6 +309,17 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if self.registry.is_loading() && !self.list_wait.is_zero() {
+            let started = std::time::Instant::now();
+            let done = tokio::time::timeout(self.list_wait, self.registry.loaded())
+                .await
+                .is_ok();
+            tracing::debug!(
+                waited_ms = started.elapsed().as_millis() as u64,
+                complete = done,
+                "tools/list waited for the tools still loading"
+            );
+        }
         let tools = self.registry.entries().iter().map(|e| tool_of(e)).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
