@@ -294,3 +294,184 @@ fn serve_http_on_a_public_address_names_the_allow_remote_flag() {
     assert!(stderr.contains("--allow-remote"), "{stderr}");
     assert!(!stderr.contains("allow_remote"), "{stderr}");
 }
+
+// ---------------------------------------------------------------- version, completions
+
+#[test]
+fn version_names_the_host_the_wit_worlds_and_wasmtime() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["--version", "-V"] {
+        let out = toolhost(dir.path(), &[flag]);
+        assert!(out.status.success(), "{}", show(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.starts_with(&format!("toolhost {}\n", env!("CARGO_PKG_VERSION"))),
+            "{text}"
+        );
+        assert!(
+            text.contains("WIT worlds: toolhost:tool@0.1.0, toolhost:tool@0.2.0"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("wasmtime {}", toolhost_wasm::WASMTIME_VERSION)),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn bash_completion_loads_in_bash_and_completes_subcommands_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolhost(dir.path(), &["completions", "bash"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let script = dir.path().join("toolhost.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    // Source the script in a real bash and ask its completion function what it offers
+    // after `toolhost ` and after `toolhost serve --`.
+    let probe = format!(
+        "source {s}\n\
+         complete -p toolhost\n\
+         COMP_WORDS=(toolhost ''); COMP_CWORD=1; COMP_LINE='toolhost '; COMP_POINT=9\n\
+         _toolhost toolhost '' toolhost; echo \"SUB: ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(toolhost serve --); COMP_CWORD=2; COMP_LINE='toolhost serve --'; COMP_POINT=17\n\
+         _toolhost toolhost -- serve; echo \"SERVE: ${{COMPREPLY[*]}}\"\n",
+        s = script.display()
+    );
+    let out = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &probe])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", show(&out));
+    let sub = text.lines().find(|l| l.starts_with("SUB: ")).unwrap_or("");
+    for word in ["serve", "call", "list", "approve", "completions"] {
+        assert!(sub.split_whitespace().any(|w| w == word), "{word}: {text}");
+    }
+    let serve = text
+        .lines()
+        .find(|l| l.starts_with("SERVE: "))
+        .unwrap_or("");
+    for flag in ["--stdio", "--http", "--plugins"] {
+        assert!(
+            serve.split_whitespace().any(|w| w == flag),
+            "{flag}: {text}"
+        );
+    }
+    // zsh and fish: the scripts their completion systems load by name.
+    let zsh = toolhost(dir.path(), &["completions", "zsh"]);
+    assert!(String::from_utf8_lossy(&zsh.stdout).starts_with("#compdef toolhost"));
+    let fish = toolhost(dir.path(), &["completions", "fish"]);
+    assert!(String::from_utf8_lossy(&fish.stdout).contains("complete -c toolhost"));
+    // An unknown shell is a usage error that lists the known ones.
+    let bad = toolhost(dir.path(), &["completions", "tcsh"]);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("bash"),
+        "{}",
+        show(&bad)
+    );
+}
+
+// ---------------------------------------------------------------- first tools/list
+
+/// With every component in the compile cache, the `tools/list` a client sends right
+/// after `initialize` lists every tool: a client that lists once (many do, whatever
+/// `list_changed` says) must not lose the tools that were still being registered.
+#[test]
+fn the_first_tools_list_on_a_warm_cache_is_complete() {
+    let examples = ["calc", "files", "fetch"];
+    let wasm: Vec<String> = examples.iter().map(|n| format!("{n}.wasm")).collect();
+    let wasm: Vec<&str> = wasm.iter().map(String::as_str).collect();
+    let Some(built) = built_plugins(&wasm) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    for name in examples {
+        for ext in ["wasm", "toml"] {
+            let from = built.join(format!("{name}.{ext}"));
+            if from.is_file() {
+                std::fs::copy(&from, plugins.join(format!("{name}.{ext}"))).unwrap();
+            }
+        }
+    }
+    let env = |cmd: &mut Command| {
+        cmd.current_dir(dir.path())
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env_remove("TOOLHOST_PLUGINS")
+            .env_remove("RUST_LOG");
+    };
+    // Warm the compile cache.
+    let mut list = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    env(&mut list);
+    let out = list
+        .args(["list", "--json", "--plugins"])
+        .arg(&plugins)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+
+    for attempt in 0..3 {
+        let mut serve = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        env(&mut serve);
+        let mut child = serve
+            .args(["serve", "--stdio", "--no-audit", "--plugins"])
+            .arg(&plugins)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap());
+        // Everything at once, as a client that lists right after the handshake does.
+        for msg in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        ] {
+            writeln!(stdin, "{msg}").unwrap();
+        }
+        let mut answer = |id: u64| -> Vec<String> {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                assert!(lines.read_line(&mut line).unwrap() > 0, "no answer to {id}");
+                if let Ok(v) = serde_json::from_str::<Value>(line.trim())
+                    && v["id"] == json!(id)
+                {
+                    return v["result"]["tools"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter_map(|t| t["name"].as_str().map(str::to_string))
+                        .collect();
+                }
+            }
+        };
+        let mut first = answer(2);
+        first.sort();
+        // The same session's list once everything has long been loaded.
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        )
+        .unwrap();
+        let mut settled = answer(3);
+        settled.sort();
+        drop(stdin);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(settled.len() >= 5, "{settled:?}");
+        assert_eq!(
+            first, settled,
+            "attempt {attempt}: the first tools/list was partial"
+        );
+    }
+}
