@@ -1,17 +1,34 @@
-//! `cargo xtask demo`: builds everything and shows toolhost at work on its examples:
+//! `cargo xtask demo`: builds the host and the three Rust example plugins (nothing else:
+//! no other language's toolchain, no test fixture) and shows toolhost at work on them:
 //! lists the tools, shows an unapproved plugin refused until the operator approves it,
-//! calls the tools, and shows escape attempts denied with their errors.
+//! calls the tools, shows escape attempts denied with their errors, then does the main job:
+//! `toolhost serve --stdio` answering a scripted MCP client (initialize, tools/list, one
+//! call), and prints the client configuration a user pastes into Claude Desktop, Cursor or
+//! VS Code. Ends with the wall time of each step.
 
-use std::path::Path;
-use std::process::Command;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The `toolhost` binary the demo built.
+fn binary() -> PathBuf {
+    crate::root().join("target").join("debug").join("toolhost")
+}
 
 fn toolhost(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(crate::cargo());
+    let mut cmd = Command::new(binary());
     cmd.current_dir(crate::root())
-        .args(["run", "--quiet", "-p", "toolhost", "--"])
         .args(args)
         .arg("--plugins")
-        .arg(dir);
+        .arg(dir)
+        // The demo's own state (remembered approvals, logins) stays under target/, not in
+        // the user's data dir.
+        .env(
+            "XDG_DATA_HOME",
+            crate::root().join("target").join("demo-state"),
+        );
     cmd
 }
 
@@ -36,12 +53,12 @@ fn expect_denied(cmd: &mut Command) -> crate::Result {
 
 /// A fresh demo plugins folder (no lock yet) with the example plugins and their requests
 /// copied from the build, and a file to read in `data/files/` (the folder files.toml requests).
-fn demo_folder(built: &Path) -> Result<std::path::PathBuf, String> {
+fn demo_folder(built: &Path) -> Result<PathBuf, String> {
     let dir = crate::root().join("target").join("demo-plugins");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("data/files"))
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    for name in ["calc", "files", "fetch"] {
+    for name in crate::plugins::RUST_EXAMPLES {
         for ext in ["wasm", "toml"] {
             let from = built.join(format!("{name}.{ext}"));
             if from.is_file() {
@@ -58,16 +75,26 @@ fn demo_folder(built: &Path) -> Result<std::path::PathBuf, String> {
     Ok(dir)
 }
 
-/// Runs the demo.
+/// Runs the demo and prints the table of step times, whether it passed or not.
 pub fn run() -> crate::Result {
-    let built = crate::plugins::build_all()?;
-    let dir = demo_folder(&built)?;
-    let d = dir.as_path();
+    let result = steps();
+    eprint!("{}", crate::timing::table("cargo xtask demo"));
+    result
+}
+
+fn steps() -> crate::Result {
+    let built = crate::plugins::build_examples()?;
+    crate::step("cargo build -p toolhost");
     crate::run(
         Command::new(crate::cargo())
             .current_dir(crate::root())
-            .args(["build", "--quiet", "-p", "toolhost"]),
+            .args(["build", "-p", "toolhost"]),
     )?;
+    let dir = demo_folder(&built)?;
+    let d = dir.as_path();
+
+    crate::step("toolhost --version");
+    crate::run(Command::new(binary()).arg("--version"))?;
 
     crate::step("toolhost list  (nothing approved yet: every plugin is `unapproved`)");
     crate::run(&mut toolhost(d, &["list"]))?;
@@ -162,5 +189,152 @@ pub fn run() -> crate::Result {
 
     crate::step("toolhost lock --check  (the folder and its lock agree)");
     crate::run(&mut toolhost(d, &["lock", "--check"]))?;
+
+    crate::step(
+        "toolhost serve --stdio  (the main job: an MCP client sends initialize, tools/list, tools/call)",
+    );
+    serve_session(d)?;
+
+    crate::step("the client configuration");
+    print_client_config(d);
     Ok(())
+}
+
+/// How long the scripted client waits for one answer: the first start compiles the
+/// three components (a few seconds), an answer after that takes milliseconds.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The scripted MCP client: one JSON-RPC message a line on the server's stdin, answers
+/// read from its stdout (which carries nothing but protocol; logs go to stderr).
+fn serve_session(dir: &Path) -> crate::Result {
+    let mut child = toolhost(dir, &["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start toolhost serve --stdio: {e}"))?;
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let _ = child.kill();
+        return Err("toolhost serve --stdio: no pipes".into());
+    };
+    // Answers arrive on a thread, so that a silent server is a timeout, not a hang.
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let result = (|| -> crate::Result {
+        let mut send = |msg: &str| -> crate::Result {
+            eprintln!("    client → {msg}");
+            writeln!(stdin, "{msg}").map_err(|e| format!("cannot write to the server: {e}"))
+        };
+        let answer = |id: u32| -> crate::Result<String> {
+            let want = format!("\"id\":{id}");
+            loop {
+                let line = rx
+                    .recv_timeout(ANSWER_TIMEOUT)
+                    .map_err(|_| format!("no answer to request {id} from serve --stdio"))?;
+                // Notifications (tools/list_changed, logs) may come in between.
+                if line.contains(&want) {
+                    return Ok(line);
+                }
+            }
+        };
+        send(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"xtask-demo","version":"1"}}}"#,
+        )?;
+        let init = answer(1)?;
+        eprintln!(
+            "    server → initialize: {} (protocol {})",
+            field(&init, "name").unwrap_or("?"),
+            field(&init, "protocolVersion").unwrap_or("?")
+        );
+        send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
+        send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#)?;
+        let list = answer(2)?;
+        let names = tool_names(&list);
+        eprintln!(
+            "    server → tools/list: {} tools: {}",
+            names.len(),
+            names.join(", ")
+        );
+        if !names.iter().any(|n| n == "add") {
+            return Err(format!("tools/list has no `add`: {list}"));
+        }
+        send(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"x":20,"y":22}}}"#,
+        )?;
+        let call = answer(3)?;
+        let text = field(&call, "text").unwrap_or("?");
+        eprintln!("    server → tools/call add: {text}");
+        if !text.starts_with("42") {
+            return Err(format!("add(20, 22) did not answer 42: {call}"));
+        }
+        Ok(())
+    })();
+    // Closing stdin ends the session; the server exits.
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+/// The string value of the first `"key":"…"` in a JSON line (enough for the demo's
+/// printout; the tests check the protocol with real MCP clients).
+fn field<'a>(json: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("\"{key}\":\"");
+    let start = json.find(&pat)? + pat.len();
+    let rest = &json[start..];
+    let mut end = 0;
+    let bytes = rest.as_bytes();
+    while end < bytes.len() {
+        match bytes[end] {
+            b'\\' => end += 2,
+            b'"' => return rest.get(..end),
+            _ => end += 1,
+        }
+    }
+    None
+}
+
+/// The names of the tools of a `tools/list` answer: each tool object's `"name":"…"`,
+/// which in toolhost's output directly follows the object's opening `{`.
+fn tool_names(list: &str) -> Vec<String> {
+    list.match_indices("{\"name\":\"")
+        .filter_map(|(i, _)| field(&list[i..], "name"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The lines a user pastes into an MCP client to use this toolhost.
+fn print_client_config(dir: &Path) {
+    let bin = binary();
+    let args = format!(
+        r#"["serve","--stdio","--plugins",{:?}]"#,
+        dir.to_string_lossy()
+    );
+    let cmd = format!("{:?}", bin.to_string_lossy());
+    println!(
+        "Claude Desktop (claude_desktop_config.json) or Cursor (~/.cursor/mcp.json):\n  \
+         {{\"mcpServers\":{{\"toolhost\":{{\"command\":{cmd},\"args\":{args}}}}}}}\n\
+         VS Code (.vscode/mcp.json):\n  \
+         {{\"servers\":{{\"toolhost\":{{\"type\":\"stdio\",\"command\":{cmd},\"args\":{args}}}}}}}\n\
+         (for a path that outlives this checkout: cargo install --locked --path host, then \
+         \"command\":\"toolhost\")"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_and_tool_names_are_read_from_a_line() {
+        let list = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"add","description":"a \"quoted\" word","inputSchema":{"properties":{"name":{"type":"string"}}}},{"name":"mean"}]}}"#;
+        assert_eq!(tool_names(list), ["add", "mean"]);
+        assert_eq!(field(list, "description"), Some(r#"a \"quoted\" word"#));
+        assert_eq!(field(list, "missing"), None);
+    }
 }

@@ -3,7 +3,8 @@
 //! - `cargo xtask plugins`: builds every example plugin (and the hostile test fixtures) into
 //!   `target/plugins/` (`.wasm` + policy), installing the `wasm32-wasip2` target if missing.
 //! - `cargo xtask test`: everything a fresh machine needs (targets, plugins, npm/PyPI peers),
-//!   then fmt, clippy and every test.
+//!   then fmt, the test build linted by clippy, every test and the fuzz smoke runs, and a
+//!   table of each step's wall time (`docs/ci.md`).
 //! - `cargo xtask demo`: builds everything and shows toolhost at work on its examples.
 //! - `cargo xtask bench-docs`: rebuilds `docs/benchmarks.md` from the per-area files.
 //! - `cargo xtask bench-peers`: installs the peers only benchmarks use (hyper-mcp and its
@@ -28,6 +29,7 @@ mod peers_dist;
 mod peers_llm;
 mod peers_mcp;
 mod plugins;
+mod timing;
 
 type Result<T = ()> = std::result::Result<T, String>;
 
@@ -100,9 +102,21 @@ pub fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
-/// Prints a step header, so a person waiting sees progress.
+thread_local! {
+    /// Whether this thread does work in the background of the main sequence of steps
+    /// (its steps are printed, but timed as one overlapped row; see `test_steps`).
+    static BACKGROUND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Prints a step header, so a person waiting sees progress, and starts timing the step
+/// (the table at the end of `test` and `demo`).
 pub fn step(msg: &str) {
-    eprintln!("\n==> {msg}");
+    if BACKGROUND.get() {
+        eprintln!("\n==> [background] {msg}");
+    } else {
+        timing::mark(msg);
+        eprintln!("\n==> {msg}");
+    }
 }
 
 /// Prints the free space of the file system that holds `target/` (`df -h`), so a run
@@ -188,19 +202,140 @@ fn soak(calls: Option<u64>) -> Result {
     run(&mut cmd)
 }
 
+/// `cargo xtask test`: every step, then the table of their wall times (printed also when a
+/// step failed, so a slow or failing run still shows where its time went).
 fn test(extra: &[String]) -> Result {
+    let result = test_steps(extra);
+    eprint!("{}", timing::table("cargo xtask test"));
+    result
+}
+
+fn test_steps(extra: &[String]) -> Result {
     disk_report();
+    // The npm and PyPI peers are mostly downloads: they install on a thread of their own
+    // while the plugins and the tests build on both cores. (The Debian peers stay in
+    // the main sequence: two apt-get at once fight over dpkg's lock.)
+    let background = std::thread::spawn(|| {
+        BACKGROUND.set(true);
+        let started = std::time::Instant::now();
+        let result = peers_mcp::setup().and_then(|()| peers_llm::setup());
+        (result, started.elapsed())
+    });
     let plugins_dir = plugins::build_all()?;
-    setup_peers()?;
-    lint()?;
+    peers_dist::setup()?;
+    step("cargo fmt --check");
+    run(Command::new(cargo())
+        .current_dir(root())
+        .args(["fmt", "--all", "--check"]))?;
+    // Clippy lints the workspace's crates while they are compiled for the tests, instead of
+    // in a `cargo clippy` run of its own: that run checks every dependency a second time
+    // (check mode shares nothing with a build), which cost 10+ minutes of a fresh CI run.
+    // Same lints, same targets (`--all-targets`: benches and examples too), `-D warnings`.
+    let lint = clippy_build_env()?;
+    step("cargo test --workspace --all-targets --no-run (linted by clippy, -D warnings)");
+    run(Command::new(cargo())
+        .current_dir(root())
+        .args([
+            "test",
+            "--locked",
+            "--workspace",
+            "--all-targets",
+            "--no-run",
+        ])
+        .envs(lint.clone()))?;
+    let (peers, took) = background
+        .join()
+        .map_err(|_| "the thread installing the peers panicked".to_string())?;
+    timing::overlapped(
+        "npm + PyPI peers, in the background of the steps above",
+        took,
+    );
+    peers?;
     step("cargo test --workspace");
     let mut cmd = Command::new(cargo());
     cmd.current_dir(root())
-        .args(["test", "--workspace"])
+        .args(["test", "--locked", "--workspace"])
         .args(extra)
+        // The same wrapper and arguments as the build above, so nothing is rebuilt.
+        .envs(lint.clone())
         .envs(test_env())
         .env("TOOLHOST_TEST_PLUGINS", &plugins_dir);
-    run(&mut cmd)?;
+    timing::run_cargo_test(&mut cmd)?;
+    install_route(&plugins_dir)?;
     disk_report();
     fuzz::run(20, fuzz::Build::Quick)
+}
+
+/// The README's way to get the binary outside this repository, as far as CI can afford
+/// it: the binary `cargo test` built (`--locked`, from the same sources and lock file
+/// as `cargo install --locked --path host`) is put in a scratch root's `bin/` and run from
+/// a folder outside the checkout: `--version`, `list` on the example plugins, and a
+/// completion script. (A real `cargo install` resolves the features of `toolhost` alone,
+/// without the tests' tokio `test-util`, and would rebuild half the dependency tree:
+/// minutes of every run for the same sources. `docs/ci.md` has its measured time.)
+fn install_route(plugins: &Path) -> Result {
+    step("install route: the toolhost binary in a bin/ of its own, run from outside the checkout");
+    let install_root = root().join("target").join("install-route");
+    let _ = std::fs::remove_dir_all(&install_root);
+    let built = root().join("target").join("debug").join("toolhost");
+    std::fs::create_dir_all(install_root.join("bin"))
+        .map_err(|e| format!("{}: {e}", install_root.display()))?;
+    std::fs::copy(&built, install_root.join("bin").join("toolhost"))
+        .map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
+    let bin = install_root.join("bin").join("toolhost");
+    let outside =
+        std::env::temp_dir().join(format!("toolhost-install-route-{}", std::process::id()));
+    std::fs::create_dir_all(&outside).map_err(|e| format!("{}: {e}", outside.display()))?;
+    let check = |args: &[&str], want: &str| -> Result {
+        let out = Command::new(&bin)
+            .current_dir(&outside)
+            .args(args)
+            .env("XDG_DATA_HOME", outside.join("data"))
+            .env("XDG_CACHE_HOME", outside.join("cache"))
+            .env_remove("TOOLHOST_PLUGINS")
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if out.status.success() && text.contains(want) {
+            eprintln!("    toolhost {}: ok", args.join(" "));
+            Ok(())
+        } else {
+            Err(format!(
+                "the installed toolhost {}: {} (wanted {want:?})\n{text}{}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    };
+    let plugins = plugins.display().to_string();
+    let result = check(&["--version"], "wasmtime")
+        .and_then(|()| check(&["list", "--plugins", &plugins], "add"))
+        .and_then(|()| check(&["completions", "bash"], "toolhost"));
+    let _ = std::fs::remove_dir_all(&outside);
+    result
+}
+
+/// The environment that makes cargo compile the workspace's own crates with clippy's
+/// driver, as `cargo clippy -- -D warnings` does (`RUSTC_WORKSPACE_WRAPPER` =
+/// `clippy-driver`, its arguments in `CLIPPY_ARGS`, each followed by the separator
+/// `__CLIPPY_HACKERY__`), but in a real build: the driver lints, then compiles as rustc
+/// does. Dependencies are compiled by plain rustc.
+fn clippy_build_env() -> Result<Vec<(String, String)>> {
+    let driver = Command::new("rustup")
+        .args(["which", "clippy-driver"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|p| !p.is_empty())
+        .ok_or("clippy-driver not found: install clippy with `rustup component add clippy`")?;
+    let args = ["-D", "warnings"]
+        .iter()
+        .map(|a| format!("{a}__CLIPPY_HACKERY__"))
+        .collect::<String>();
+    Ok(vec![
+        ("RUSTC_WORKSPACE_WRAPPER".into(), driver),
+        ("CLIPPY_ARGS".into(), args),
+    ])
 }

@@ -13,20 +13,33 @@ use std::process::Command;
 /// The guest target.
 pub const TARGET: &str = "wasm32-wasip2";
 
-/// Builds every plugin and fixture; returns the output folder (`target/plugins`).
-pub fn build_all() -> crate::Result<PathBuf> {
+/// The Rust example plugins (members of the guest workspace `plugins/`).
+pub const RUST_EXAMPLES: &[&str] = &["calc", "files", "fetch"];
+
+/// Builds the Rust example plugins only (what `cargo xtask demo` shows) into
+/// `target/plugins`, with their policies and the data folder `files.toml` grants; returns
+/// that folder. Needs nothing but rustup's `wasm32-wasip2` target.
+pub fn build_examples() -> crate::Result<PathBuf> {
     let root = crate::root();
     let out = root.join("target").join("plugins");
-    std::fs::create_dir_all(out.join("fixtures"))
-        .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     ensure_target(TARGET)?;
     crate::step("building the Rust example plugins (wasm32-wasip2)");
-    build_workspace(&root.join("plugins"), &out, &["calc", "files", "fetch"])?;
+    build_workspace(&root.join("plugins"), &out, RUST_EXAMPLES)?;
     // The data folder files.toml grants (`read = ["./data/files"]`, relative to the policy).
     copy_dir(
         &root.join("plugins").join("files").join("data"),
         &out.join("data").join("files"),
     )?;
+    Ok(out)
+}
+
+/// Builds every plugin and fixture; returns the output folder (`target/plugins`).
+pub fn build_all() -> crate::Result<PathBuf> {
+    let root = crate::root();
+    let out = build_examples()?;
+    std::fs::create_dir_all(out.join("fixtures"))
+        .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     crate::step("building the hostile test fixtures (wasm32-wasip2)");
     build_workspace(
         &root.join("tests").join("fixtures"),
