@@ -11,6 +11,9 @@
 //! - The arguments come from a model and are shown to a person: they go as JSON (control
 //!   characters escaped), cut to [`MAX_SHOWN_ARGUMENT_BYTES`]. The user's reason is cut to
 //!   [`MAX_REASON_CHARS`].
+//! - The message starts with [`APPROVAL_MARKER`] (`toolhost approval:`) and `_meta` names
+//!   toolhost as the source (`io.toolhost/source: "toolhost"`); a wrapped server's
+//!   requests never can ([`crate::attribution`]), so the user can tell them apart.
 //! - Declining, cancelling, an unknown answer, an error or no answer within the timeout all
 //!   deny.
 
@@ -26,6 +29,7 @@ use toolhost_core::tools::{
 };
 
 use crate::DownstreamClient;
+use crate::attribution::{APPROVAL_MARKER, SOURCE_META_KEY, SOURCE_TOOLHOST};
 
 /// The most bytes of a call's arguments (as JSON) shown in the question.
 pub const MAX_SHOWN_ARGUMENT_BYTES: usize = 2000;
@@ -79,7 +83,8 @@ fn question(request: &ApprovalRequest) -> Option<ElicitRequestParams> {
     // client's terminal or rewrite the question.
     let args = cut(&request.arguments.to_string(), MAX_SHOWN_ARGUMENT_BYTES);
     let message = format!(
-        "toolhost asks you to approve a tool call.\n\
+        "{APPROVAL_MARKER} toolhost itself (not an MCP server it wraps) asks you to approve \
+         a tool call.\n\
          Tool: {tool}\nRisk: {risk:?}\nWhy it needs an approval: {reason}\nArguments: {args}",
         tool = Value::String(request.tool.clone()),
         risk = request.risk,
@@ -88,6 +93,7 @@ fn question(request: &ApprovalRequest) -> Option<ElicitRequestParams> {
     serde_json::from_value(json!({
         "mode": "form",
         "message": message,
+        "_meta": {SOURCE_META_KEY: SOURCE_TOOLHOST},
         "requestedSchema": {
             "type": "object",
             "properties": {
@@ -213,6 +219,8 @@ mod tests {
             message.len()
         );
         assert_eq!(q["requestedSchema"]["required"], json!(["decision"]));
+        assert!(message.starts_with(APPROVAL_MARKER), "{message}");
+        assert_eq!(q["_meta"][SOURCE_META_KEY], SOURCE_TOOLHOST);
     }
 
     #[test]

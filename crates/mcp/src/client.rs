@@ -66,6 +66,9 @@ struct Config {
     oauth: Option<crate::oauth::OAuthStore>,
     /// Who toolhost is to the server's authorization server (refreshing tokens).
     oauth_client: crate::oauth::OAuthClientIdentity,
+    /// Whether this server's forms may ask for secret-looking fields
+    /// ([`crate::attribution`]).
+    allow_secret_fields: bool,
 }
 
 #[derive(Default)]
@@ -140,6 +143,7 @@ impl McpClient {
                 rules: McpToolRules::default(),
                 oauth: None,
                 oauth_client: Default::default(),
+                allow_secret_fields: false,
             }),
             shared: Arc::new(Shared {
                 slot: tokio::sync::Mutex::new(Slot::default()),
@@ -190,6 +194,14 @@ impl McpClient {
     /// a pre-registered client's secret authenticates the refresh of stored tokens.
     pub fn with_oauth_client(mut self, client: crate::oauth::OAuthClientIdentity) -> Self {
         Arc::make_mut(&mut self.cfg).oauth_client = client;
+        self
+    }
+
+    /// Lets this server's forms ask for secret-looking fields (passwords, tokens, keys):
+    /// they are passed on flagged instead of refused (`allow_secret_fields` in
+    /// `[mcp.servers.NAME]`; see [`crate::attribution`]).
+    pub fn with_secret_fields(mut self, allow: bool) -> Self {
+        Arc::make_mut(&mut self.cfg).allow_secret_fields = allow;
         self
     }
 

@@ -8,6 +8,7 @@
 //!                                 # a minimal PATH: its program's folder, then the system's)
 //! inherit_env = ["HOME"]          # host variables copied into it by name
 //! timeout_secs = 30               # per request (default 30)
+//! allow_secret_fields = false     # its forms asking for passwords, tokens, keys: refused
 //! # Confine it (see `sandbox` below):
 //! sandbox = { read = ["/usr/lib/node_modules"], write = ["/home/me/.npm"], network = true }
 //!
@@ -162,6 +163,10 @@ pub struct McpServerConfig {
     /// Rules for single tools, by the server's tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, McpToolConfig>,
+    /// Pass on this server's forms that ask for secret-looking fields (passwords,
+    /// tokens, keys), flagged; by default they are refused ([`crate::attribution`]).
+    #[serde(default)]
+    pub allow_secret_fields: bool,
 }
 
 impl McpServerConfig {
@@ -313,7 +318,8 @@ pub async fn connect_all_filtered(
             .with_timeout_duration(server.timeout())
             .with_tool_rules(server.tool_rules(config.default_risk))
             .with_oauth_store(crate::oauth::OAuthStore::default_location().ok())
-            .with_oauth_client(oauth_client);
+            .with_oauth_client(oauth_client)
+            .with_secret_fields(server.allow_secret_fields);
         set.spawn(async move {
             let r = client.connect().await;
             (client, r)

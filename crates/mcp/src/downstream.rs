@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode,
-    ListRootsResult,
+    ClientResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ErrorCode, ListRootsRequest, ListRootsResult, RequestMetaObject, ServerRequest,
 };
 use rmcp::service::{Peer, RoleServer, ServiceError};
 use toolhost_core::tools::ToolContext;
@@ -126,10 +126,38 @@ impl DownstreamClient {
 
     /// `roots/list`, waiting at most `timeout`; no roots when it does not offer them.
     pub async fn list_roots(&self, timeout: Duration) -> Result<ListRootsResult, ErrorData> {
+        self.list_roots_with(RequestMetaObject::new(), timeout)
+            .await
+    }
+
+    /// `roots/list` carrying `meta` (who asks, [`crate::attribution`]), waiting at most
+    /// `timeout`; no roots when it does not offer them.
+    pub async fn list_roots_with(
+        &self,
+        meta: RequestMetaObject,
+        timeout: Duration,
+    ) -> Result<ListRootsResult, ErrorData> {
         if !self.supports_roots() {
             return Ok(ListRootsResult::default());
         }
-        bounded(timeout, "roots/list", self.peer.list_roots()).await
+        let mut request = ListRootsRequest {
+            method: Default::default(),
+            extensions: Default::default(),
+        };
+        if !meta.0.is_empty() {
+            request.extensions.insert(meta);
+        }
+        let asked = async {
+            match self
+                .peer
+                .send_request(ServerRequest::ListRootsRequest(request))
+                .await?
+            {
+                ClientResult::ListRootsResult(r) => Ok(r),
+                _ => Err(ServiceError::UnexpectedResponse),
+            }
+        };
+        bounded(timeout, "roots/list", asked).await
     }
 }
 

@@ -9,6 +9,8 @@
 //! - [`downstream`] is whoever is behind a call: the client of `serve` or the person at
 //!   the CLI's terminal, asked a wrapped server's sampling, elicitation and roots; [`form`]
 //!   turns an elicitation's schema into questions and typed answers into values.
+//! - [`attribution`] tags what a wrapped server asks of a person with its name, so it
+//!   cannot pass for toolhost's own approvals, and refuses forms asking for secrets.
 //! - [`oauth`] logs in to HTTP servers that want OAuth 2.1 and stores their credentials.
 //! - [`sandbox`] confines a stdio server that declares `sandbox = { ... }` (Linux: Landlock
 //!   and seccomp; see docs/permissions.md, "Sandboxed MCP servers").
@@ -36,6 +38,7 @@ macro_rules! runtime {
 
 runtime! {
     pub mod approver;
+    pub mod attribution;
     pub mod client;
     pub mod config;
     pub mod content;

@@ -2,6 +2,10 @@
 //! server (sampling, form elicitation and roots, passed on to the client of `serve`
 //! whose call is in flight), forwards `list_changed` and progress, and passes logs and
 //! resource and prompt changes on to the gateway ([`super::UpstreamEvent`]).
+//!
+//! Every request passed on is attributed to the server first ([`crate::attribution`]):
+//! its message tagged with the server's name, `_meta` naming it, and a form asking for
+//! secrets refused unless the operator allowed them for this server.
 
 // Logging, sampling and roots are deprecated in rmcp (2026-07-28 protocol) but
 // 2025-11-25 servers use them.
@@ -34,6 +38,8 @@ pub(super) struct Hooks {
     pub(super) events: tokio::sync::broadcast::Sender<super::UpstreamEvent>,
     /// How long a request passed on to the client of `serve` may wait for its answer.
     pub(super) timeout: Duration,
+    /// Tags this server's requests with its name.
+    pub(super) attribution: crate::attribution::Attribution,
 }
 
 impl Hooks {
@@ -91,7 +97,7 @@ impl rmcp::ClientHandler for Hooks {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
         self.downstream("sampling/createMessage")?
-            .create_message(params, self.timeout)
+            .create_message(self.attribution.sampling(params), self.timeout)
             .await
     }
 
@@ -100,6 +106,10 @@ impl rmcp::ClientHandler for Hooks {
         params: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let params = self.attribution.elicitation(params).map_err(|e| {
+            tracing::warn!(server = %self.server, "elicitation refused: {e}");
+            rmcp::ErrorData::from(e)
+        })?;
         match self.downstream("elicitation/create") {
             Ok(d) => d.elicit(params, self.timeout).await,
             // No client of `serve` behind the call: the person at the CLI's terminal, if
@@ -117,7 +127,10 @@ impl rmcp::ClientHandler for Hooks {
     ) -> Result<ListRootsResult, rmcp::ErrorData> {
         // Outside a call (servers often ask right after `initialize`) there are no roots.
         match self.downstream("roots/list") {
-            Ok(d) => d.list_roots(self.timeout).await,
+            Ok(d) => {
+                d.list_roots_with(self.attribution.request_meta(), self.timeout)
+                    .await
+            }
             Err(_) => Ok(ListRootsResult::default()),
         }
     }
@@ -173,6 +186,10 @@ impl McpClient {
             progress: self.shared.progress.clone(),
             events: self.shared.events.clone(),
             timeout: self.cfg.timeout,
+            attribution: crate::attribution::Attribution::new(
+                self.cfg.server.as_str(),
+                self.cfg.allow_secret_fields,
+            ),
         }
     }
 }

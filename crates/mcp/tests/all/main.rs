@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approvals;
+mod attribution;
 mod client_everything;
 mod client_misbehaving;
 mod client_peers;
