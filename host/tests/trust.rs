@@ -878,7 +878,7 @@ fn a_squatter_present_at_start_takes_no_name_from_another_plugin() {
         "42.0"
     );
     // Without the squatter, `add` is calc's again.
-    let out = f.run(&["remove", "aaa_shadow", "--yes"]);
+    let out = f.run(&["remove", "aaa_shadow"]);
     assert!(out.status.success(), "{}", show(&out));
     assert_eq!(
         ok_render(&f.call("add", serde_json::json!({"x": 40, "y": 2}))),
