@@ -311,7 +311,7 @@ impl FolderSet {
             .flat_map(|p| p.tools().iter().map(move |t| (p, t)))
             .collect();
         let stays = |t: &Arc<WasmTool>| wanted.iter().any(|(_, w)| Arc::ptr_eq(*w, t));
-        let removed: Vec<&Arc<WasmTool>> = now.iter().copied().filter(|t| !stays(*t)).collect();
+        let removed: Vec<&Arc<WasmTool>> = now.iter().copied().filter(|t| !stays(t)).collect();
         for t in &removed {
             unregister_own(registry, t);
         }

@@ -337,7 +337,6 @@ impl Policy {
         };
         let read = dirs(&raw.read, "read")?;
         let write = dirs(&raw.write, "write")?;
-        drop(dirs);
         if refused.len() > 1 {
             return Err(PolicyError::ForbiddenEntries {
                 file: fname,
