@@ -189,6 +189,23 @@ pub enum RequireApproval {
 }
 
 impl HostConfig {
+    /// Every file of toolhost's own this config names: the credential files
+    /// (`[serve] auth_token_file`; per MCP server `bearer_token_file` and the OAuth
+    /// `client_secret_file` and `private_key_file`) and the audit trail. No plugin policy
+    /// may grant them or a folder above them (see [`crate::loader::protect_config_paths`]).
+    pub fn credential_files(&self) -> Vec<std::path::PathBuf> {
+        let mut out: Vec<std::path::PathBuf> = self.serve.auth_token_file.iter().cloned().collect();
+        out.extend(self.audit.path.iter().cloned());
+        for s in self.mcp.servers.values() {
+            out.extend(s.bearer_token_file.iter().cloned());
+            if let Some(o) = &s.oauth {
+                out.extend(o.client_secret_file.iter().cloned());
+                out.extend(o.private_key_file.iter().cloned());
+            }
+        }
+        out
+    }
+
     /// Reads `path`. A missing file at the default location is an empty config; a missing
     /// file given explicitly is an error.
     pub fn load(path: &Path, explicit: bool) -> Result<Self, ConfigError> {

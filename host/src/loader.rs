@@ -92,7 +92,65 @@ pub async fn load_plugins(registry: &ToolRegistry, dir: &Path) -> Vec<LoadProble
 /// created on first use. A creation failure is kept too: every caller gets the same
 /// error.
 pub fn wasm_engine() -> Result<crate::wasm::WasmEngine, crate::wasm::EngineError> {
-    ENGINE.get_or_init(crate::wasm::WasmEngine::new).clone()
+    let engine = ENGINE
+        .get_or_init(|| with_own_state_protected(crate::wasm::WasmEngine::new()))
+        .clone()?;
+    // Paths protected before the engine existed (see `protect_config_paths`) are handed
+    // to it here, by the one function every user of the engine goes through.
+    let pending = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|e| e.into_inner()));
+    for p in pending {
+        engine.protect_path(&p);
+    }
+    Ok(engine)
+}
+
+/// Paths to protect, waiting for the engine (see [`protect_config_paths`]).
+static PENDING: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// The engine with toolhost's own state made ungrantable to every plugin policy: the data
+/// folder `<data dir>/toolhost` (the remembered approvals, the audit trail) and every
+/// folder above it, and its `oauth` folder (the MCP logins) with all it holds. A plugin
+/// that could read `approvals.json` or an OAuth token through its own `wasi:filesystem`
+/// calls, where no argument hook sees the path, would hold the operator's secrets; one
+/// that could write them would approve itself. Subfolders of the data folder other than
+/// `oauth` stay grantable: the default plugins folder lives there, and its data folders
+/// (`./data/NAME`) are meant to be granted (the plugins folder itself never is).
+fn with_own_state_protected(
+    engine: Result<crate::wasm::WasmEngine, crate::wasm::EngineError>,
+) -> Result<crate::wasm::WasmEngine, crate::wasm::EngineError> {
+    if let (Ok(e), Some(data)) = (&engine, own_data_dir()) {
+        e.protect_path(&data);
+        e.protect_folder_sealed(&data.join("oauth"));
+    }
+    engine
+}
+
+/// toolhost's data folder, `<data dir>/toolhost` (approvals, audit trail, OAuth logins,
+/// the default plugins folder).
+pub fn own_data_dir() -> Option<std::path::PathBuf> {
+    dirs::data_dir().map(|d| d.join("toolhost"))
+}
+
+/// Makes every credential file `config` (read from `config_path`) names ungrantable to
+/// plugin policies, with every folder above it, and the config file itself: a plugin that
+/// could write `toolhost.toml` could add MCP servers (run commands), one that could read
+/// a token file would hold the credential. Protected even when a file does not exist
+/// yet. Called wherever the config is read, before any plugin is loaded.
+/// Does not create the engine (a command may still choose its options, see
+/// [`use_long_lived_engine`]): the paths are handed over by [`wasm_engine`].
+pub fn protect_config_paths(config_path: &Path, config: &HostConfig) {
+    protect_paths(std::iter::once(config_path.to_path_buf()).chain(config.credential_files()));
+}
+
+/// Makes `paths` (files or folders) ungrantable to plugin policies, with every folder
+/// above them (see [`protect_config_paths`]).
+pub fn protect_paths(paths: impl IntoIterator<Item = std::path::PathBuf>) {
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    pending.extend(
+        paths
+            .into_iter()
+            .map(|p| std::path::absolute(&p).unwrap_or(p)),
+    );
 }
 
 type EngineCell = std::sync::OnceLock<Result<crate::wasm::WasmEngine, crate::wasm::EngineError>>;
@@ -108,10 +166,12 @@ pub fn use_long_lived_engine() -> bool {
     let mut made = false;
     ENGINE.get_or_init(|| {
         made = true;
-        crate::wasm::WasmEngine::with_options(crate::wasm::EngineOptions {
-            baseline_first: true,
-            ..crate::wasm::EngineOptions::default()
-        })
+        with_own_state_protected(crate::wasm::WasmEngine::with_options(
+            crate::wasm::EngineOptions {
+                baseline_first: true,
+                ..crate::wasm::EngineOptions::default()
+            },
+        ))
     });
     made
 }

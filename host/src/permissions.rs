@@ -146,6 +146,35 @@ impl PermissionsConfig {
         out
     }
 
+    /// The folders of a plugin's request (`read` and `write`, absolute) that the
+    /// `deny_paths` rules forbid granting: a folder a rule matches, one inside it, or one
+    /// holding what a rule names (see [`DenyPaths::forbids_folder`]). One line per refused
+    /// entry, with the rule. Approval refuses such a request: the argument hook cannot
+    /// see a path a plugin builds inside the guest.
+    pub fn denied_folders(
+        &self,
+        read: &[String],
+        write: &[String],
+    ) -> Result<Vec<String>, PermissionsError> {
+        let rules = DenyPaths::new(&self.deny_paths(&[]))?;
+        let entries = read
+            .iter()
+            .map(|d| ("read", d))
+            .chain(write.iter().map(|d| ("write", d)));
+        Ok(entries
+            .filter_map(|(key, dir)| {
+                // The folder as written and where it really is (a symlink to `~/.ssh`).
+                let real = std::fs::canonicalize(dir).ok();
+                let rule = rules
+                    .forbids_folder(Path::new(dir))
+                    .or_else(|| real.as_deref().and_then(|r| rules.forbids_folder(r)))?;
+                Some(format!(
+                    "`{key}` entry {dir}: the operator's deny_paths rule {rule:?} forbids it"
+                ))
+            })
+            .collect())
+    }
+
     /// Puts the policy and the hooks (`deny_paths`, `deny_hosts`, `rate_limit`, in this
     /// order) in force on `registry`.
     pub fn install(

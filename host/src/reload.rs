@@ -25,6 +25,11 @@
 //!   unknown.
 //! - **Announced.** Every registration and removal changes the registry, which the MCP
 //!   server announces with `notifications/tools/list_changed`.
+//! - **Names as at start.** Plugins are registered through the [`FolderSet`] the start-up
+//!   load filled: a plugin dropped in that describes a tool name another plugin serves
+//!   makes both `plugin__tool` (it never takes the name being served), and when it goes
+//!   away the survivor gets the plain name back: the registry is always what a restart
+//!   with the same files would give.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -42,6 +47,7 @@ use crate::tools::{ToolEntry, ToolRegistry, ToolSource};
 use crate::trust::{
     PluginTrust, plugin_name, prepare_plugin, read_lock, record_update, register_prepared,
 };
+use crate::wasm::folder::FolderSet;
 
 /// How long a file must stay untouched before it is looked at: long enough for a copy or
 /// a build to finish writing, short enough to feel immediate.
@@ -196,8 +202,14 @@ impl FolderWatch {
     /// [`QUIET_PERIOD`], one batch at a time, for as long as the task runs. `loaded` is
     /// what the start-up load decided (so unchanged plugins are left alone); call this
     /// once that load has finished.
-    pub async fn run(self, registry: ToolRegistry, cfg: TrustConfig, loaded: Vec<PluginTrust>) {
-        let mut live = LiveFolder::new(registry, &self.dir, cfg, loaded);
+    pub async fn run(
+        self,
+        registry: ToolRegistry,
+        cfg: TrustConfig,
+        loaded: Vec<PluginTrust>,
+        set: FolderSet,
+    ) {
+        let mut live = LiveFolder::new(registry, &self.dir, cfg, loaded, set);
         tracing::info!(dir = %line(&self.dir.display().to_string()), "watching the plugins folder for changes");
         loop {
             let keys = match self.pending.take_quiet() {
@@ -238,16 +250,19 @@ pub struct LiveFolder {
     cfg: TrustConfig,
     /// What each plugin offers now (the plugins registered, or decided to offer nothing).
     offered: BTreeMap<String, PluginTrust>,
+    /// The plugins registered, named by the one rule of tool names.
+    set: FolderSet,
 }
 
 impl LiveFolder {
-    /// The folder `dir` as loaded into `registry` at start (`loaded`: the start-up
-    /// decisions of [`crate::trust::load_plugins_with`]).
+    /// The folder `dir` as loaded into `registry` at start (`loaded` and `set`: the
+    /// start-up decisions and plugins of [`crate::trust::load_folder_with`]).
     pub fn new(
         registry: ToolRegistry,
         dir: &Path,
         cfg: TrustConfig,
         loaded: Vec<PluginTrust>,
+        set: FolderSet,
     ) -> LiveFolder {
         let offered = loaded.into_iter().map(|t| (t.name.clone(), t)).collect();
         LiveFolder {
@@ -255,6 +270,7 @@ impl LiveFolder {
             dir: dir.to_path_buf(),
             cfg,
             offered,
+            set,
         }
     }
 
@@ -315,22 +331,22 @@ impl LiveFolder {
                 tracing::debug!(plugin = %line(name), "plugin unchanged");
                 continue;
             }
-            let old = self.take_down(&path);
-            match register_prepared(&self.registry, prepared) {
+            let old = self.set.get(name).is_some();
+            match register_prepared(&self.registry, &mut self.set, prepared) {
                 Ok((report, plugin)) => {
                     dirty |= record_update(&mut lock, &report);
                     if let Some(w) = report.warning(&self.dir) {
                         tracing::warn!("{}", line(&w));
                     }
                     let tools = plugin.as_ref().map_or(0, |p| p.tools().len());
-                    let what = if old.is_empty() { "loaded" } else { "replaced" };
+                    let what = if old { "replaced" } else { "loaded" };
                     tracing::info!(plugin = %line(name), tools, "plugin {what}; tools offered: {tools}");
                     crate::trust::warm_later(plugin.into_iter().collect());
                     self.offered.insert(name.clone(), report);
                 }
                 Err(p) => {
-                    // The registry refused the new version: the previous one goes back.
-                    self.put_back(old);
+                    // The registry refused the new version: the previous one (if any)
+                    // keeps serving, as the set left it.
                     self.report_bad(name, &p);
                     problems.push(p);
                 }
@@ -352,17 +368,22 @@ impl LiveFolder {
         problems
     }
 
-    /// Plugin `name`'s component file is gone: its tools go too.
+    /// Plugin `name`'s component file is gone: its tools go too (and a tool name it
+    /// shared goes back to its other describer plainly).
     fn drop_plugin(&mut self, name: &str, path: &Path) {
-        let gone = self.take_down(path);
-        if self.offered.remove(name).is_some() || !gone.is_empty() {
-            tracing::info!(plugin = %line(name), tools = gone.len(), "plugin removed: its tools are no longer offered");
+        let gone = self
+            .set
+            .remove(&self.registry, name)
+            .map_or(0, |p| p.tools().len());
+        let stray = self.take_down(path);
+        if self.offered.remove(name).is_some() || gone + stray > 0 {
+            tracing::info!(plugin = %line(name), tools = gone + stray, "plugin removed: its tools are no longer offered");
         }
     }
 
-    /// Unregisters every tool of the component file `path`; returns their entries (to
-    /// put them back if the new version is refused). Calls in flight keep their entry.
-    fn take_down(&self, path: &Path) -> Vec<Arc<ToolEntry>> {
+    /// Unregisters every tool of the component file `path` the set does not hold (none,
+    /// normally); returns how many. Calls in flight keep their entry.
+    fn take_down(&self, path: &Path) -> usize {
         let source = ToolSource::Wasm {
             path: path.display().to_string(),
         };
@@ -383,19 +404,7 @@ impl LiveFolder {
                 self.registry.unregister(e.name());
             }
         }
-        mine
-    }
-
-    /// Registers the entries [`LiveFolder::take_down`] removed again, as they were.
-    fn put_back(&self, entries: Vec<Arc<ToolEntry>>) {
-        for e in entries {
-            if let Err(err) = self
-                .registry
-                .register_with(e.tool().clone(), e.metadata().clone())
-            {
-                tracing::warn!(tool = %e.name(), "the previous version could not be put back: {}", line(&err.to_string()));
-            }
-        }
+        mine.len()
     }
 
     /// Reports a file that did not load; what was offered before stays.

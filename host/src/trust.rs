@@ -10,8 +10,9 @@
 //!   without capability (their tools that would need one refuse with the command that
 //!   approves them) or not at all (`require_approval = "all"`); changed tool definitions
 //!   are withheld; a held plugin offers nothing; a compatible update is recorded.
-//!   Components compile in parallel; registration and the lock bookkeeping stay in file
-//!   order ([`load_plugins_with`]).
+//!   Components compile in parallel; tool names depend only on the set of plugins (a
+//!   [`FolderSet`], the one rule of `toolhost-wasm`'s `folder` module) and the lock
+//!   bookkeeping stays in file order ([`load_folder_with`]).
 //! - `trust/offer.rs`: what one plugin file offers under the lock, the single decision
 //!   of start-up and of live reload ([`crate::reload`]).
 //! - [`Candidate`] (`trust/candidate.rs`): a plugin file as `approve`/`install` show it
@@ -42,15 +43,30 @@ use crate::loader::{
     wasm_engine,
 };
 use crate::tools::ToolRegistry;
+use crate::wasm::folder::FolderSet;
 use crate::wasm::{Policy, ToolSpec};
 
 /// The request of a plugin (its parsed `NAME.toml`) as a trust [`Grant`]: absolute
 /// folders, rules as written, and every limit in force (defaults filled in).
+///
+/// A requested folder that does not exist yet is part of the request (as its absolute
+/// path): approving the plugin approves it, so creating the folder later needs no new
+/// approval (it is checked against the protected paths when it is there).
 pub fn request_of(policy: &Policy) -> Grant {
-    let paths = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect();
+    let paths = |v: &[PathBuf], key: &str| {
+        let mut out: Vec<String> = v.iter().map(|p| p.display().to_string()).collect();
+        out.extend(
+            policy
+                .missing
+                .iter()
+                .filter(|m| m.key == key)
+                .map(|m| m.path.display().to_string()),
+        );
+        out
+    };
     Grant {
-        read: paths(&policy.read),
-        write: paths(&policy.write),
+        read: paths(&policy.read, "read"),
+        write: paths(&policy.write, "write"),
         network: policy.network.iter().map(|r| r.text.clone()).collect(),
         sockets: policy.sockets,
         env: policy.env.clone(),
@@ -76,6 +92,7 @@ pub fn effective_policy(request: &Policy, approved: Option<&Grant>) -> Policy {
             fuel: tighter_limit(request.fuel, default.fuel),
             memory_bytes: request.memory_bytes,
             output_bytes: request.output_bytes,
+            missing: request.missing.clone(),
             ..default
         };
     };
@@ -120,6 +137,7 @@ pub fn effective_policy(request: &Policy, approved: Option<&Grant>) -> Policy {
         output_bytes: a
             .output_kb
             .map_or(request.output_bytes, |k| request.output_bytes.min(kib(k))),
+        missing: request.missing.clone(),
     }
 }
 
@@ -169,6 +187,9 @@ pub struct PluginTrust {
     pub digest: Option<String>,
     /// The grant its tools run with (request ∩ approval; `None`: nothing is offered).
     pub effective: Option<Grant>,
+    /// Tools offered but refusing because they need a requested folder that does not
+    /// exist: (tool, why and how to fix it). The plugin's other tools are unaffected.
+    pub missing_folder: Vec<(String, String)>,
 }
 
 impl PluginTrust {
@@ -187,12 +208,34 @@ impl PluginTrust {
             && self.needs_approval == other.needs_approval
             && self.withheld == other.withheld
             && self.effective == other.effective
+            && self.missing_folder == other.missing_folder
     }
 
     /// The operator-facing warning about this decision, if it deserves one: a held
     /// plugin, withheld tool definitions, an unapproved plugin that was not loaded. Each
     /// names the command that approves it (plugins folder `dir`).
     pub fn warning(&self, dir: &Path) -> Option<String> {
+        let state = self.state_warning(dir);
+        let folder = self.missing_folder.first().map(|(_, why)| {
+            let tools: Vec<&str> = self
+                .missing_folder
+                .iter()
+                .map(|(t, _)| t.as_str())
+                .collect();
+            format!(
+                "plugin {}: {} {}",
+                self.name,
+                clean(&tools.join(", ")),
+                clean(why)
+            )
+        });
+        match (state, folder) {
+            (Some(a), Some(b)) => Some(format!("{a}\nwarning: {b}")),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn state_warning(&self, dir: &Path) -> Option<String> {
         let hint = approve_hint(&self.name, dir);
         match &self.state {
             TrustState::Held { reason } => Some(format!(
@@ -228,24 +271,62 @@ pub async fn load_plugins(
     load_plugins_with(registry, dir, cfg, &NoProgress).await
 }
 
-/// [`load_plugins`], reporting its progress to `progress`.
-///
-/// **Parallel, yet deterministic.** Each component is compiled, described and evaluated
-/// against the lock on a blocking thread, at most [`std::thread::available_parallelism`]
-/// at a time. Everything that depends on order stays sequential, in file-name order:
-/// registering (a tool name already registered makes the later plugin's tool
-/// `plugin__tool`, so the first plugin by file name keeps the plain name, as before),
-/// recording compatible updates in the lock, and the problems list. A plugin is
-/// registered as soon as it and every plugin before it in that order are done, so the
-/// registry fills up while later (larger) components still compile, and the outcome never
-/// depends on which compile finishes first. The lock is written once, at the end.
+/// [`load_plugins`], reporting its progress to `progress`. See [`load_folder_with`].
 pub async fn load_plugins_with(
     registry: &ToolRegistry,
     dir: &Path,
     cfg: &TrustConfig,
     progress: &dyn LoadProgress,
 ) -> (Vec<PluginTrust>, Vec<LoadProblem>) {
+    let loaded = load_folder_with(registry, dir, cfg, progress).await;
+    (loaded.reports, loaded.problems)
+}
+
+/// What a start-up load of a plugins folder did.
+#[derive(Debug, Default)]
+pub struct LoadedFolder {
+    /// What was decided per plugin.
+    pub reports: Vec<PluginTrust>,
+    /// The plugins registered (for live reload, [`crate::reload`], to go on from).
+    pub set: FolderSet,
+    /// The problems met (bad plugins, a bad lock).
+    pub problems: Vec<LoadProblem>,
+}
+
+/// [`load_plugins_with`], also returning the plugins registered.
+///
+/// **Parallel, yet deterministic.** Each component is compiled, described and evaluated
+/// against the lock on a blocking thread, at most [`std::thread::available_parallelism`]
+/// at a time. Registration goes through a [`FolderSet`]: tool names are a function of the
+/// set of plugins, never of their order (a name two plugins describe is `plugin__tool`
+/// for both; when a later plugin turns out to describe a name an earlier one registered
+/// plainly, the earlier one is renamed then). Recording compatible updates in the lock
+/// and the problems list stay in file-name order. A plugin is registered as soon as it
+/// and every plugin before it in that order are done, so the registry fills up while
+/// later (larger) components still compile, and the outcome never depends on which
+/// compile finishes first. The lock is written once, at the end.
+pub async fn load_folder_with(
+    registry: &ToolRegistry,
+    dir: &Path,
+    cfg: &TrustConfig,
+    progress: &dyn LoadProgress,
+) -> LoadedFolder {
+    let (reports, set, problems) = load_folder_inner(registry, dir, cfg, progress).await;
+    LoadedFolder {
+        reports,
+        set,
+        problems,
+    }
+}
+
+async fn load_folder_inner(
+    registry: &ToolRegistry,
+    dir: &Path,
+    cfg: &TrustConfig,
+    progress: &dyn LoadProgress,
+) -> (Vec<PluginTrust>, FolderSet, Vec<LoadProblem>) {
     let mut problems = Vec::new();
+    let mut set = FolderSet::new();
     let engine = match wasm_engine() {
         Ok(e) => e,
         Err(e) => {
@@ -253,12 +334,12 @@ pub async fn load_plugins_with(
                 source: dir.display().to_string(),
                 message: e.to_string(),
             });
-            return (Vec::new(), problems);
+            return (Vec::new(), set, problems);
         }
     };
     let files = match crate::wasm::folder::plugin_files(dir) {
         Ok(f) => f,
-        Err(e) => return (Vec::new(), vec![plugin_problem(&e)]),
+        Err(e) => return (Vec::new(), set, vec![plugin_problem(&e)]),
     };
     let lock_path = Lock::path_in(dir);
     let (mut lock, lock_problem) = read_lock(dir);
@@ -299,7 +380,7 @@ pub async fn load_plugins_with(
         // Register the finished prefix, in file order.
         while let Some(Some(outcome)) = jobs.results.get_mut(next_register).map(Option::take) {
             next_register += 1;
-            match outcome.and_then(|p| register_prepared(registry, p)) {
+            match outcome.and_then(|p| register_prepared(registry, &mut set, p)) {
                 Ok((report, plugin)) => {
                     dirty |= record_update(&mut lock, &report);
                     loaded.extend(plugin);
@@ -320,7 +401,7 @@ pub async fn load_plugins_with(
     }
     progress.event(&LoadEvent::Done);
     warm_later(loaded);
-    (reports, problems)
+    (reports, set, problems)
 }
 
 /// A job in flight: which file, since when, whether it was reported as compiling.

@@ -481,6 +481,38 @@ fn replacing_a_component_changes_the_list_and_deleting_it_removes_its_tools() {
 }
 
 #[test]
+fn a_squatter_dropped_in_while_serving_never_takes_a_served_name() {
+    let Some(from) = plugins() else { return };
+    if !from.join("fixtures/aaa_shadow.wasm").is_file() {
+        panic!(
+            "fixtures/aaa_shadow.wasm missing under {}: run `cargo xtask plugins`",
+            from.display()
+        );
+    }
+    let work = Work::new(&from);
+    work.put("calc", "calc");
+    let mut s = StdioServer::start(&work, &[]);
+    s.wait_for_list(|n| n.is_superset(&set(&CALC)));
+
+    // `aaa_shadow` (sorting before calc) describes `add` too: both become qualified, as a
+    // restart with both files would give; the squatter never answers `add`.
+    work.put("fixtures/aaa_shadow", "aaa_shadow");
+    let now = s.wait_for_list(|n| n.contains("aaa_shadow__add") && n.contains("calc__add"));
+    assert!(now.contains("calc__add") && !now.contains("add"), "{now:?}");
+    let r = s.call("calc__add", json!({"x": 40, "y": 2}));
+    assert!(ok_text(&r).contains("42"), "{r}");
+    let r = s.call("add", json!({"x": 40, "y": 2}));
+    assert!(!r.to_string().contains("shadowed"), "{r}");
+    let r = s.call("aaa_shadow__add", json!({"x": 40, "y": 2}));
+    assert!(ok_text(&r).contains("shadowed"), "{r}");
+
+    // Gone: calc gets `add` back, as a restart with calc alone would give.
+    std::fs::remove_file(work.plugins().join("aaa_shadow.wasm")).unwrap();
+    s.wait_for_list(|n| *n == set(&CALC));
+    calc_works(&mut s);
+}
+
+#[test]
 fn bad_files_are_reported_and_disturb_nothing() {
     let Some(from) = plugins() else { return };
     let work = Work::new(&from);

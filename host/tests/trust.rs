@@ -834,3 +834,216 @@ fn install_and_update_from_a_real_registry() {
         "more"
     );
 }
+
+// ------------------------------------------------------------------ names and grants
+
+/// A built fixture component (`fixtures/NAME.wasm`).
+fn fixture(name: &str) -> Vec<u8> {
+    let p = built().join(format!("fixtures/{name}.wasm"));
+    std::fs::read(&p).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; the fixtures are built by `cargo xtask plugins`",
+            p.display()
+        )
+    })
+}
+
+#[test]
+fn a_squatter_present_at_start_takes_no_name_from_another_plugin() {
+    let f = Folder::new();
+    f.add("calc", "");
+    // `aaa_shadow` sorts before `calc` and describes `add` too; both are approved.
+    f.add_bytes("aaa_shadow", &fixture("aaa_shadow"));
+    f.approve("calc");
+    f.approve("aaa_shadow");
+    let names = tool_names(&f.list());
+    assert!(
+        names.contains(&"calc__add".to_string()) && names.contains(&"aaa_shadow__add".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"add".to_string()),
+        "nobody keeps a shared name: {names:?}"
+    );
+    // The shared name answers nobody; the qualified names answer their own plugin.
+    let err = error_of(&f.call("add", serde_json::json!({"x": 40, "y": 2})));
+    assert!(!err.contains("shadowed"), "{err}");
+    assert_eq!(
+        ok_render(&f.call("calc__add", serde_json::json!({"x": 40, "y": 2}))),
+        "42.0"
+    );
+    // calc's other tools keep their plain names.
+    assert_eq!(
+        ok_render(&f.call("multiply", serde_json::json!({"x": 6, "y": 7}))),
+        "42.0"
+    );
+    // Without the squatter, `add` is calc's again.
+    let out = f.run(&["remove", "aaa_shadow"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(
+        ok_render(&f.call("add", serde_json::json!({"x": 40, "y": 2}))),
+        "42.0"
+    );
+}
+
+/// Approves `name` expecting a refusal; returns what approve printed.
+fn approve_refused(f: &Folder, name: &str) -> String {
+    let out = f.run(&["approve", name, "--yes"]);
+    assert!(
+        !out.status.success(),
+        "approving {name} must be refused: {}",
+        show(&out)
+    );
+    assert!(
+        !f.lock().contains(&format!("[plugins.{name}]")),
+        "nothing approved: {}",
+        f.lock()
+    );
+    show(&out)
+}
+
+#[test]
+fn toolhosts_own_state_and_credential_folders_are_never_granted() {
+    let f = Folder::new();
+    // toolhost's data folder (XDG_DATA_HOME points at `.data`), with a secret in it.
+    let approvals = f.data(
+        ".data/toolhost",
+        "approvals.json",
+        "{\"secret\": \"approvals\"}",
+    );
+    // A credential folder the config names.
+    let tokens = f.data("secrets", "tokens", "s3cret-token\n");
+    let mcp_token = f.data("mcp-secrets", "bearer", "mcp-token\n");
+    f.config(&format!(
+        "[serve]\nauth_token_file = {:?}\n\n[mcp.servers.remote]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_file = {:?}\ndisabled = true\n",
+        tokens.display().to_string(),
+        mcp_token.display().to_string()
+    ));
+    f.add_bytes("hostile_fs", &fixture("hostile_fs"));
+    for (request, protected) in [
+        (
+            "read = [\"./.data/toolhost\"]\n",
+            approvals.parent().unwrap(),
+        ),
+        ("read = [\"./.data\"]\n", approvals.parent().unwrap()),
+        ("read = [\"./secrets\"]\n", tokens.as_path()),
+        ("write = [\"./mcp-secrets\"]\n", mcp_token.as_path()),
+    ] {
+        f.request("hostile_fs", request);
+        let out = approve_refused(&f, "hostile_fs");
+        assert!(
+            out.contains("not grantable") && out.contains(&protected.display().to_string()),
+            "{request}: {out}"
+        );
+        // Nor does the plugin read the secret unapproved.
+        let r = f.call("read_path", serde_json::json!({"path": approvals}));
+        assert_ne!(r["ok"], true, "{r:#}");
+    }
+    // Every refused entry is shown, not only the first.
+    f.request(
+        "hostile_fs",
+        "read = [\"./.data/toolhost\", \"./secrets\"]\n",
+    );
+    let out = approve_refused(&f, "hostile_fs");
+    assert!(
+        out.contains("2 entries are not grantable")
+            && out.contains("./.data/toolhost")
+            && out.contains("./secrets"),
+        "{out}"
+    );
+
+    // A dedicated data folder is still granted and read.
+    let mine = f.data("data/hostile_fs", "mine.txt", "my own data");
+    f.request("hostile_fs", "read = [\"./data/hostile_fs\"]\n");
+    f.approve("hostile_fs");
+    assert_eq!(
+        ok_render(&f.call("read_path", serde_json::json!({ "path": mine }))),
+        "my own data"
+    );
+}
+
+#[test]
+fn a_request_naming_a_deny_paths_folder_is_refused_at_approval() {
+    let f = Folder::new();
+    let key = f.data("fake-ssh", "id_ed25519", "PRIVATE KEY");
+    let cloud = f.data("fake-aws", "credentials", "aws_secret_access_key = x");
+    f.config(&format!(
+        "[permissions]\ndeny_paths = [{:?}, {:?}]\n",
+        key.parent().unwrap().display().to_string(),
+        cloud.parent().unwrap().display().to_string()
+    ));
+    f.add_bytes("hostile_fs", &fixture("hostile_fs"));
+    f.request(
+        "hostile_fs",
+        "read = [\"./fake-ssh\"]\nwrite = [\"./fake-aws\"]\n",
+    );
+    let out = approve_refused(&f, "hostile_fs");
+    for (key, dir) in [
+        ("read", key.parent().unwrap()),
+        ("write", cloud.parent().unwrap()),
+    ] {
+        assert!(
+            out.contains(&format!("refused: `{key}` entry {}", dir.display()))
+                && out.contains("deny_paths rule"),
+            "{key}: {out}"
+        );
+    }
+
+    let mine = f.data("data/hostile_fs", "mine.txt", "my own data");
+    f.request("hostile_fs", "read = [\"./data/hostile_fs\"]\n");
+    f.approve("hostile_fs");
+    assert_eq!(
+        ok_render(&f.call("read_path", serde_json::json!({ "path": mine }))),
+        "my own data"
+    );
+}
+
+#[test]
+fn a_missing_data_folder_withholds_only_the_tools_that_need_it() {
+    let f = Folder::new();
+    f.add("c_checksum", "read = [\"./data/c_checksum\"]\n");
+    // The folder does not exist: approval still records the request as written.
+    f.approve("c_checksum");
+    let list = f.list();
+    let names = tool_names(&list);
+    assert!(
+        names.contains(&"c_add".to_string()) && names.contains(&"c_checksum".to_string()),
+        "{names:?}"
+    );
+    let needs = &plugin_state(&list, "c_checksum")["needs_folder"];
+    assert_eq!(needs[0]["tool"], "c_checksum", "{list:#}");
+    // The pure tool works.
+    assert_eq!(
+        ok_render(&f.call("c_add", serde_json::json!({"x": 40, "y": 2}))),
+        "42"
+    );
+    // The tool that needs the folder says which and how to fix it.
+    let folder = f.path().canonicalize().unwrap().join("data/c_checksum");
+    let err = error_of(&f.call(
+        "c_checksum",
+        serde_json::json!({"path": folder.join("a.txt")}),
+    ));
+    assert!(
+        err.contains(&folder.display().to_string())
+            && err.contains("does not exist")
+            && err.contains("create it")
+            && err.contains("c_checksum.toml"),
+        "{err}"
+    );
+    let out = f.run(&["list"]);
+    assert!(
+        show(&out).contains("needs a folder that does not exist: c_checksum"),
+        "{}",
+        show(&out)
+    );
+
+    // Created: the approved request covers it, no new approval needed.
+    let file = f.data("data/c_checksum", "a.txt", "one\ntwo\n");
+    let r = f.call("c_checksum", serde_json::json!({ "path": file }));
+    ok_render(&r);
+    let canonical = match &r["canonical"] {
+        Value::String(s) => serde_json::from_str(s).unwrap(),
+        other => other.clone(),
+    };
+    assert_eq!(canonical["lines"], 2, "{r:#}");
+}

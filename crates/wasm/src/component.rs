@@ -138,7 +138,8 @@ fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked
     Ok(Linked { pre, imports })
 }
 
-/// One loaded component: its tools, policy and imports.
+/// One loaded component: its tools, policy and imports. A clone shares the component.
+#[derive(Clone)]
 pub struct Plugin {
     inner: Arc<PluginInner>,
     tools: Vec<Arc<WasmTool>>,
@@ -265,13 +266,16 @@ impl Plugin {
             .into_iter()
             .map(|spec| {
                 let grant = Grant::effective(&inner.policy, &spec.permissions);
+                // A tool needing a requested folder that does not exist refuses with the
+                // fix; the plugin's other tools are unaffected.
+                let refusal = inner.policy.missing_refusal(&spec.permissions);
                 Arc::new(WasmTool {
                     plugin: inner.clone(),
                     guest_name: Arc::from(spec.name.as_str()),
                     registered: Arc::from(spec.name.as_str()),
                     spec,
                     grant,
-                    refusal: None,
+                    refusal,
                 })
             })
             .collect();
@@ -284,15 +288,19 @@ impl Plugin {
         Ok(Plugin { inner, tools })
     }
 
-    /// Gives every tool whose described name is in `contested` its qualified registry
-    /// name `plugin__tool` (see [`crate::folder`]).
-    pub(crate) fn qualify(&mut self, contested: &std::collections::HashSet<String>) {
+    /// Names every tool by the folder rule (see [`crate::folder`]): a tool whose described
+    /// name is in `contested` gets its qualified registry name `plugin__tool`, every
+    /// other tool its described name. A tool whose name does not change is kept as it is
+    /// (the same `Arc`), so a caller can tell which registrations must change.
+    pub(crate) fn qualify(&mut self, contested: &std::collections::BTreeSet<String>) {
         for t in &mut self.tools {
-            if contested.contains(&t.spec.name) {
-                *t = Arc::new(t.renamed(crate::folder::qualified_name(
-                    &self.inner.name,
-                    &t.spec.name,
-                )));
+            let name = if contested.contains(&t.spec.name) {
+                crate::folder::qualified_name(&self.inner.name, &t.spec.name)
+            } else {
+                t.spec.name.clone()
+            };
+            if *t.registered != *name {
+                *t = Arc::new(t.renamed(name));
             }
         }
     }

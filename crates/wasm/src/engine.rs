@@ -125,7 +125,7 @@ pub(crate) struct EngineInner {
     cache_problem: Option<String>,
     /// Paths no policy may grant besides the plugins folder and the cache (see
     /// [`WasmEngine::protect_path`]).
-    protected: std::sync::RwLock<Vec<PathBuf>>,
+    protected: std::sync::RwLock<Vec<(PathBuf, bool)>>,
     /// The engine with concurrency support, for components that need it (created on
     /// first need; only when this engine has it off).
     concurrent: std::sync::OnceLock<Result<WasmEngine, EngineError>>,
@@ -290,12 +290,21 @@ impl WasmEngine {
     /// config file. The plugins folder and the compile cache are always protected.
     pub fn protect_path(&self, path: &Path) {
         if let Ok(mut p) = self.inner.protected.write() {
-            p.push(path.to_path_buf());
+            p.push((path.to_path_buf(), false));
+        }
+    }
+
+    /// Adds a folder no plugin policy may grant, nor a folder above it, nor one inside
+    /// it (such as the host's OAuth logins).
+    pub fn protect_folder_sealed(&self, path: &Path) {
+        if let Ok(mut p) = self.inner.protected.write() {
+            p.push((path.to_path_buf(), true));
         }
     }
 
     /// Every path no policy may grant: the compile cache (sealed: nothing inside it
-    /// either) and the paths given to [`Self::protect_path`].
+    /// either) and the paths given to [`Self::protect_path`] and
+    /// [`Self::protect_folder_sealed`].
     pub fn protected_paths(&self) -> crate::policy::Protected {
         let mut out = crate::policy::Protected::new();
         for dir in [&self.inner.options.cache_dir, &self.inner.cache_dir]
@@ -305,8 +314,12 @@ impl WasmEngine {
             out.add_sealed(dir);
         }
         if let Ok(p) = self.inner.protected.read() {
-            for path in p.iter() {
-                out.add(path);
+            for (path, sealed) in p.iter() {
+                if *sealed {
+                    out.add_sealed(path);
+                } else {
+                    out.add(path);
+                }
             }
         }
         out

@@ -38,6 +38,14 @@ pub enum PolicyError {
         /// The real path and which protected path it is, contains or is inside.
         reason: String,
     },
+    /// Several `read`/`write` entries name protected paths: each refusal, in full.
+    #[error("policy {file}: {} entries are not grantable:\n  {}", entries.len(), entries.join("\n  "))]
+    ForbiddenEntries {
+        /// The policy file.
+        file: String,
+        /// One [`PolicyError::Forbidden`] message per refused entry.
+        entries: Vec<String>,
+    },
     /// Bad TOML or a bad value.
     #[error("policy {file}: {message}")]
     Invalid {

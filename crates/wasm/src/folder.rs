@@ -12,8 +12,15 @@
 //! plugins, not on their order. Described names containing `__` are reserved for these
 //! qualified names: a plugin that describes one is refused (only that plugin). MCP tools
 //! use the same `server__tool` form.
+//!
+//! The rule is implemented once: [`contested_names`] (a pure function of the set of
+//! described names) decides, and a [`FolderSet`] applies it to a registry whenever a
+//! plugin is added, replaced or removed, renaming the others as needed. The host's
+//! start-up load (incremental, in file order), its live reload and [`register_plugins`]
+//! all go through a [`FolderSet`], so the registry always holds what a fresh start with
+//! the same files would give.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use toolhost_core::tools::ToolRegistry;
@@ -119,37 +126,54 @@ fn check_plugin(plugin: &Plugin) -> Result<(), PluginError> {
     Ok(())
 }
 
+/// The rule of tool names, as a pure function of the set of plugins: which described
+/// tool names are *contested*, i.e. registered as `plugin__tool` by every plugin that
+/// describes them. A name is contested when two or more plugins of `described` (plugin
+/// name → its described tool names) describe it, or when `taken` says another source
+/// (an MCP server, a native tool) already holds it. Nothing here depends on the order in
+/// which plugins were loaded or registered: only on the set.
+pub fn contested_names(
+    described: &BTreeMap<String, BTreeSet<String>>,
+    taken: impl Fn(&str) -> bool,
+) -> BTreeSet<String> {
+    let mut owners: BTreeMap<&str, usize> = BTreeMap::new();
+    for names in described.values() {
+        for n in names {
+            *owners.entry(n.as_str()).or_default() += 1;
+        }
+    }
+    owners
+        .into_iter()
+        .filter(|(name, count)| *count > 1 || taken(name))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
 /// Registers the tools of one plugin, all or nothing: every tool must pass the registry's
 /// checks (name, description, schema, no duplicate, no reserved `__`) before any is
-/// registered. A tool whose name is already registered is registered as `plugin__tool`
-/// instead (with a warning). To register several plugins independently of their order,
-/// use [`register_plugins`] (or [`load_into`]).
+/// registered. A tool whose name is already registered (by another source) is registered
+/// as `plugin__tool` instead (with a warning): [`contested_names`] with this one plugin.
+/// To register several plugins, use a [`FolderSet`] (or [`register_plugins`],
+/// [`load_into`]): this function does not rename what is already registered.
 pub fn register_plugin(registry: &ToolRegistry, plugin: &Plugin) -> Result<usize, PluginError> {
     check_plugin(plugin)?;
-    let taken: HashSet<String> = plugin
-        .tools()
-        .iter()
-        .filter(|t| registry.contains(t.registry_name()))
-        .map(|t| t.registry_name().to_string())
-        .collect();
-    let tools: Vec<Arc<WasmTool>> = plugin
-        .tools()
-        .iter()
-        .map(|t| {
-            if taken.contains(t.registry_name()) {
-                let q = qualified_name(plugin.name(), &t.spec().name);
-                tracing::warn!(
-                    plugin = %plugin.path().display(),
-                    "tool name '{}' is already registered; registering this plugin's tool as '{q}'",
-                    t.registry_name()
-                );
-                Arc::new(t.renamed(q))
-            } else {
-                t.clone()
-            }
-        })
-        .collect();
-    register_tools(registry, plugin, &tools)
+    let mut p = plugin.clone();
+    let described = BTreeMap::from([(p.name().to_string(), described_names(&p))]);
+    let contested = contested_names(&described, |n| registry.contains(n));
+    for name in &contested {
+        tracing::warn!(
+            plugin = %plugin.path().display(),
+            "tool name '{name}' is already registered; registering this plugin's tool as '{}'",
+            qualified_name(p.name(), name)
+        );
+    }
+    p.qualify(&contested);
+    register_tools(registry, &p, p.tools())
+}
+
+/// The described tool names of a plugin.
+fn described_names(p: &Plugin) -> BTreeSet<String> {
+    p.tools().iter().map(|t| t.spec().name.clone()).collect()
 }
 
 fn register_tools(
@@ -184,66 +208,200 @@ fn register_tools(
     Ok(done.len())
 }
 
+/// The plugins of one folder as registered in a registry, named by the one rule of tool
+/// names ([`contested_names`], see the module docs). Every change (a plugin added,
+/// replaced or removed) recomputes the names of the whole set and changes only the
+/// registrations whose name or component changes: a plugin that appears beside `calc`
+/// describing `add` makes **both** `plugin__tool` (it never gets the plain name, not even
+/// for a moment), and when it goes away `calc`'s tool gets `add` back. The registry is
+/// then what a restart with the same set of files would give, whatever the order or the
+/// timing of the changes. Start-up loads and live reload both go through it.
+#[derive(Debug, Default)]
+pub struct FolderSet {
+    plugins: BTreeMap<String, Plugin>,
+}
+
+impl FolderSet {
+    /// An empty set (nothing registered by it yet).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The plugin registered under `name` (its tools carry their registry names).
+    pub fn get(&self, name: &str) -> Option<&Plugin> {
+        self.plugins.get(name)
+    }
+
+    /// The plugins registered, by name.
+    pub fn plugins(&self) -> impl Iterator<Item = &Plugin> {
+        self.plugins.values()
+    }
+
+    /// The plugins registered, by name, taken out of the set (the registry keeps them).
+    pub fn into_plugins(self) -> Vec<Plugin> {
+        self.plugins.into_values().collect()
+    }
+
+    /// Adds `plugin` (or replaces the plugin of the same name) and renames what the rule
+    /// demands. All or nothing: a plugin failing its checks or the registry's leaves the
+    /// registry and the set as they were. Returns the number of tools it registered.
+    pub fn insert(&mut self, registry: &ToolRegistry, plugin: Plugin) -> Result<usize, PluginError> {
+        check_plugin(&plugin)?;
+        let name = plugin.name().to_string();
+        if let Some(old) = self.plugins.get(&name)
+            && old.path() != plugin.path()
+        {
+            return Err(PluginError::Definition {
+                path: plugin.path().display().to_string(),
+                message: format!(
+                    "a plugin named '{name}' is already registered from {}",
+                    old.path().display()
+                ),
+            });
+        }
+        let mut next: BTreeMap<String, Plugin> = self.plugins.clone();
+        next.insert(name.clone(), plugin);
+        self.apply(registry, next)?;
+        Ok(self.plugins.get(&name).map_or(0, |p| p.tools().len()))
+    }
+
+    /// Removes plugin `name` (its tools are unregistered; calls in flight finish) and
+    /// gives the others back the names the rule now gives them. Returns the plugin.
+    pub fn remove(&mut self, registry: &ToolRegistry, name: &str) -> Option<Plugin> {
+        let mut next: BTreeMap<String, Plugin> = self.plugins.clone();
+        let gone = next.remove(name)?;
+        if let Err(e) = self.apply(registry, next) {
+            // Only a registry refusing a name the rule gives back can get here; the
+            // removal itself stands.
+            tracing::warn!("{e}");
+            let mut rest = self.plugins.clone();
+            rest.remove(name);
+            for t in gone.tools() {
+                unregister_own(registry, t);
+            }
+            self.plugins = rest;
+        }
+        Some(gone)
+    }
+
+    /// Makes the registry hold exactly the tools of `next`, named by the rule: unregisters
+    /// the registrations that change, registers the new ones. On a refusal puts back what
+    /// was there and returns the error (naming the plugin refused).
+    fn apply(
+        &mut self,
+        registry: &ToolRegistry,
+        mut next: BTreeMap<String, Plugin>,
+    ) -> Result<(), PluginError> {
+        let own: HashSet<&str> = self
+            .plugins
+            .values()
+            .flat_map(|p| p.tools().iter().map(|t| t.registry_name()))
+            .collect();
+        let described: BTreeMap<String, BTreeSet<String>> = next
+            .iter()
+            .map(|(n, p)| (n.clone(), described_names(p)))
+            .collect();
+        let contested = contested_names(&described, |n| registry.contains(n) && !own.contains(n));
+        for p in next.values_mut() {
+            p.qualify(&contested);
+        }
+        let now: Vec<&Arc<WasmTool>> = self.plugins.values().flat_map(|p| p.tools()).collect();
+        let wanted: Vec<(&Plugin, &Arc<WasmTool>)> = next
+            .values()
+            .flat_map(|p| p.tools().iter().map(move |t| (p, t)))
+            .collect();
+        let stays = |t: &Arc<WasmTool>| wanted.iter().any(|(_, w)| Arc::ptr_eq(*w, t));
+        let removed: Vec<&Arc<WasmTool>> = now.iter().copied().filter(|t| !stays(t)).collect();
+        for t in &removed {
+            unregister_own(registry, t);
+        }
+        let mut added: Vec<&str> = Vec::new();
+        for (p, t) in &wanted {
+            if now.iter().any(|n| Arc::ptr_eq(*n, *t)) {
+                continue;
+            }
+            if t.registry_name() != t.spec().name {
+                tracing::warn!(
+                    plugin = %p.path().display(),
+                    "tool name '{}' is described by several plugins or held by another source; registering this plugin's tool as '{}'",
+                    t.spec().name,
+                    t.registry_name()
+                );
+            }
+            let refused = if registry.contains(t.registry_name()) {
+                Some(format!(
+                    "a tool named '{}' is already registered by another source",
+                    t.registry_name()
+                ))
+            } else {
+                registry.register((*t).clone()).err().map(|e| e.to_string())
+            };
+            if let Some(message) = refused {
+                // Put back what was there.
+                for n in &added {
+                    registry.unregister(n);
+                }
+                for t in &removed {
+                    if let Err(e) = registry.register((*t).clone()) {
+                        tracing::warn!(tool = %t.registry_name(), "could not be put back: {e}");
+                    }
+                }
+                return Err(PluginError::Definition {
+                    path: p.path().display().to_string(),
+                    message,
+                });
+            }
+            added.push(t.registry_name());
+        }
+        self.plugins = next;
+        Ok(())
+    }
+}
+
+/// Unregisters `t` if the registry entry of its name is this plugin's (a tool of another
+/// source that took the name since stays).
+fn unregister_own(registry: &ToolRegistry, t: &WasmTool) {
+    let source = toolhost_core::tools::ToolSource::Wasm {
+        path: t.path().display().to_string(),
+    };
+    if registry
+        .entry(t.registry_name())
+        .is_some_and(|e| *e.source() == source)
+    {
+        registry.unregister(t.registry_name());
+    }
+}
+
 /// Registers several plugins so that the outcome does not depend on their order: a
 /// plugin failing its own checks is refused (alone); among the others, a tool name
 /// described by two or more plugins, or already in the registry, is registered as
-/// `plugin__tool` for **every** plugin that describes it. Updates each plugin's tools to
-/// the names they got. Returns the plugins registered and one error per plugin refused.
+/// `plugin__tool` for **every** plugin that describes it (a [`FolderSet`]). Returns the
+/// plugins registered (their tools carry the names they got) and one error per plugin
+/// refused.
 pub fn register_plugins(
     registry: &ToolRegistry,
     plugins: Vec<Plugin>,
 ) -> (Vec<Plugin>, Vec<PluginError>) {
+    let mut set = FolderSet::new();
     let mut errors = Vec::new();
-    let mut ok = Vec::new();
+    let mut order = Vec::new();
     for p in plugins {
-        match check_plugin(&p) {
-            Ok(()) => ok.push(p),
+        let name = p.name().to_string();
+        match set.insert(registry, p) {
+            Ok(_) => order.push(name),
             Err(e) => {
                 tracing::warn!("{e}");
                 errors.push(e);
             }
         }
     }
-    let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
-    for p in &ok {
-        for t in p.tools() {
-            owners
-                .entry(t.spec().name.as_str())
-                .or_default()
-                .push(p.name());
-        }
-    }
-    let mut contested = HashSet::new();
-    let mut names: Vec<_> = owners.into_iter().collect();
-    names.sort();
-    for (name, plugins) in names {
-        if plugins.len() > 1 {
-            tracing::warn!(
-                "tool name '{name}' is described by several plugins ({}); each is registered as plugin{QUALIFIER}{name}",
-                plugins.join(", ")
-            );
-            contested.insert(name.to_string());
-        } else if registry.contains(name) {
-            tracing::warn!(
-                "tool name '{name}' of plugin {} is already registered; registering it as '{}'",
-                plugins.join(", "),
-                qualified_name(plugins.first().copied().unwrap_or_default(), name)
-            );
-            contested.insert(name.to_string());
-        }
-    }
-    let mut kept = Vec::new();
-    for mut p in ok {
-        p.qualify(&contested);
-        let tools = p.tools().to_vec();
-        match register_tools(registry, &p, &tools) {
-            Ok(_) => kept.push(p),
-            Err(e) => {
-                tracing::warn!("{e}");
-                errors.push(e);
-            }
-        }
-    }
+    // In the order given (the set keeps them by name).
+    let mut by_name: BTreeMap<String, Plugin> = set
+        .into_plugins()
+        .into_iter()
+        .map(|p| (p.name().to_string(), p))
+        .collect();
+    let kept = order.iter().filter_map(|n| by_name.remove(n)).collect();
     (kept, errors)
 }
 
@@ -264,6 +422,33 @@ pub async fn load_into(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn set_of(plugins: &[(&str, &[&str])]) -> BTreeMap<String, BTreeSet<String>> {
+        plugins
+            .iter()
+            .map(|(p, tools)| (p.to_string(), tools.iter().map(|t| t.to_string()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn a_name_two_plugins_describe_is_contested_for_both_whatever_the_order() {
+        let none = |_: &str| false;
+        let a = contested_names(
+            &set_of(&[("aaa_shadow", &["add"]), ("calc", &["add", "mean"])]),
+            none,
+        );
+        let b = contested_names(
+            &set_of(&[("calc", &["add", "mean"]), ("zzz_shadow", &["add"])]),
+            none,
+        );
+        assert_eq!(a, BTreeSet::from(["add".to_string()]));
+        assert_eq!(a, b);
+        // Alone, nothing is contested: the squatter gone, calc gets `add` back.
+        assert!(contested_names(&set_of(&[("calc", &["add", "mean"])]), none).is_empty());
+        // A name another source holds is contested even for a single plugin.
+        let taken = contested_names(&set_of(&[("calc", &["add", "mean"])]), |n| n == "mean");
+        assert_eq!(taken, BTreeSet::from(["mean".to_string()]));
+    }
 
     #[test]
     fn qualified_names_follow_the_registry_rule() {

@@ -38,6 +38,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use toolhost_core::tools::{Capability, Permission};
+
 use crate::error::PolicyError;
 use crate::net::NetRule;
 
@@ -170,6 +172,22 @@ pub struct Policy {
     pub memory_bytes: usize,
     /// Cap of captured stdout/stderr, bytes each.
     pub output_bytes: usize,
+    /// Requested folders that do not exist (left out of `read` and `write`): the tools
+    /// that need one refuse every call with the fix ([`Self::missing_refusal`]); the
+    /// other tools of the plugin are unaffected.
+    pub missing: Vec<MissingDir>,
+}
+
+/// A folder a policy requests that does not exist. It cannot be granted; only the tools
+/// needing it are withheld (a pure tool of the same plugin still runs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingDir {
+    /// `read` or `write`.
+    pub key: String,
+    /// The entry as written.
+    pub entry: String,
+    /// The absolute path it names.
+    pub path: PathBuf,
 }
 
 impl Default for Policy {
@@ -185,6 +203,7 @@ impl Default for Policy {
             fuel: Some(DEFAULT_FUEL),
             memory_bytes: mib(DEFAULT_MEMORY_MB),
             output_bytes: kib(DEFAULT_OUTPUT_KB),
+            missing: Vec::new(),
         }
     }
 }
@@ -260,10 +279,27 @@ impl Policy {
             .unwrap_or_else(|| PathBuf::from("."));
         // Built only when the policy grants folders (a read_dir of the plugins folder).
         let mut forbidden: Option<Protected> = None;
+        let mut missing = Vec::new();
+        let mut refused = Vec::new();
         let mut dirs = |list: &[String], key: &str| -> Result<Vec<PathBuf>, PolicyError> {
             list.iter()
-                .map(|d| {
+                .filter_map(|d| {
                     let p = normalize(&base.join(d));
+                    // A folder that does not exist cannot be granted, and only the
+                    // tools that need it lose it (see `MissingDir`).
+                    if std::fs::symlink_metadata(&p)
+                        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+                    {
+                        missing.push(MissingDir {
+                            key: key.to_string(),
+                            entry: d.clone(),
+                            path: p,
+                        });
+                        return None;
+                    }
+                    Some((d, p))
+                })
+                .map(|(d, p)| {
                     if !p.is_dir() {
                         return Err(PolicyError::Invalid {
                             file: fname.clone(),
@@ -283,7 +319,8 @@ impl Policy {
                         f
                     });
                     if let Some(reason) = forbidden.refuses(&real) {
-                        return Err(PolicyError::Forbidden {
+                        // Every refused entry is reported, not only the first.
+                        refused.push(PolicyError::Forbidden {
                             file: fname.clone(),
                             key: key.to_string(),
                             entry: d.clone(),
@@ -300,6 +337,15 @@ impl Policy {
         };
         let read = dirs(&raw.read, "read")?;
         let write = dirs(&raw.write, "write")?;
+        if refused.len() > 1 {
+            return Err(PolicyError::ForbiddenEntries {
+                file: fname,
+                entries: refused.iter().map(ToString::to_string).collect(),
+            });
+        }
+        if let Some(e) = refused.pop() {
+            return Err(e);
+        }
         let network = raw
             .network
             .iter()
@@ -356,7 +402,38 @@ impl Policy {
             fuel: Some(raw.fuel.unwrap_or(DEFAULT_FUEL)),
             memory_bytes: mib(memory_mb),
             output_bytes: kib(output_kb),
+            missing,
         })
+    }
+
+    /// Why a tool that declared `declared` cannot run under this policy, if it cannot:
+    /// it needs a requested folder that does not exist (a `read` folder needs Read, a
+    /// `write` folder Write). The message names the folder and how to fix it.
+    pub fn missing_refusal(&self, declared: &[Permission]) -> Option<String> {
+        let needed: Vec<&MissingDir> = self
+            .missing
+            .iter()
+            .filter(|m| {
+                let cap = if m.key == "write" {
+                    Capability::WriteDirs
+                } else {
+                    Capability::ReadDirs
+                };
+                cap.granted_by(declared)
+            })
+            .collect();
+        if needed.is_empty() {
+            return None;
+        }
+        let file = self.file_name();
+        let dirs: Vec<String> = needed
+            .iter()
+            .map(|m| format!("{} (`{}` entry {:?})", m.path.display(), m.key, m.entry))
+            .collect();
+        Some(format!(
+            "needs the folder {} requested by {file}, which does not exist: create it (then restart toolhost or save {file} again), or edit {file}",
+            dirs.join(" and ")
+        ))
     }
 
     /// The file name to quote in denial messages ("add ... to `network` in calc.toml").
@@ -419,7 +496,35 @@ mod tests {
         assert_eq!(p.timeout, Duration::from_millis(200));
         assert!(Policy::parse("memory_mb = 0", Path::new("a.toml")).is_err());
         assert!(Policy::parse("network = [\"ftp://x\"]", Path::new("a.toml")).is_err());
-        assert!(Policy::parse("read = [\"/definitely/not/here\"]", Path::new("a.toml")).is_err());
+    }
+
+    #[test]
+    fn a_missing_folder_withholds_only_what_needs_it() {
+        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = root.path().join("p.toml");
+        std::fs::create_dir(root.path().join("out")).unwrap_or_else(|e| panic!("{e}"));
+        let p = Policy::parse("read = [\"./gone\"]\nwrite = [\"./out\"]\n", &file)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.read.is_empty());
+        assert_eq!(p.write.len(), 1);
+        assert_eq!(p.missing.len(), 1);
+        assert_eq!(p.missing[0].path, root.path().join("gone"));
+        // Read needs the missing `read` folder; Write and pure tools do not.
+        let why = p
+            .missing_refusal(&[Permission::Read])
+            .unwrap_or_else(|| panic!("Read needs ./gone"));
+        assert!(
+            why.contains(&root.path().join("gone").display().to_string())
+                && why.contains("does not exist")
+                && why.contains("create it")
+                && why.contains("p.toml"),
+            "{why}"
+        );
+        assert_eq!(p.missing_refusal(&[Permission::Write]), None);
+        assert_eq!(p.missing_refusal(&[]), None);
+        // A file where a folder is requested stays an error.
+        std::fs::write(root.path().join("f"), "").unwrap_or_else(|e| panic!("{e}"));
+        assert!(Policy::parse("read = [\"./f\"]", &file).is_err());
     }
 
     fn err(text: &str, file: &Path, protected: &Protected) -> String {

@@ -44,6 +44,7 @@ pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("loading {}", wasm.display()))?;
     print!("{}", cand.summary());
+    super::common::refuse_denied_folders(&config, name, &cand.request)?;
     let entry = lock.plugins.get(name);
     if let Some(diff) = cand.diff(entry, &store) {
         if diff.is_empty() {

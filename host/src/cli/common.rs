@@ -9,7 +9,7 @@ use toolhost::config::HostConfig;
 use toolhost::loader::{LoadProblem, LoadProgress};
 use toolhost::tools::ToolRegistry;
 use toolhost::trust::{
-    McpWithheld, PluginTrust, approve_hint, clean, connect_mcp, load_plugins_with,
+    McpWithheld, PluginTrust, approve_hint, clean, connect_mcp, load_folder_with,
 };
 use toolhost_trust::{Lock, McpToolState};
 
@@ -50,9 +50,16 @@ pub fn new_registry(args: &HostArgs, config: &HostConfig) -> anyhow::Result<Tool
 }
 
 /// Reads the config (a missing default file is fine; a missing explicit one is an error).
+/// The config file and every credential file it names become ungrantable to plugin
+/// policies ([`toolhost::loader::protect_config_paths`]).
 pub fn load_config(args: &HostArgs) -> anyhow::Result<HostConfig> {
     let explicit = args.config.as_path() != std::path::Path::new("toolhost.toml");
-    HostConfig::load(&args.config, explicit).context("loading the host config")
+    // The config file is protected even when it cannot be read or does not exist yet: a
+    // plugin that could write it could add MCP servers, i.e. run commands.
+    toolhost::loader::protect_paths([args.config.clone()]);
+    let config = HostConfig::load(&args.config, explicit).context("loading the host config")?;
+    toolhost::loader::protect_config_paths(&args.config, &config);
+    Ok(config)
 }
 
 /// Builds the registry from the plugins folder and the config's MCP servers. Problems with
@@ -73,6 +80,8 @@ pub struct TrustReport {
     pub mcp_down: Vec<String>,
     /// The MCP servers connected (for the gateway of `serve`).
     pub mcp_clients: Vec<toolhost::mcp::McpClient>,
+    /// The plugins registered (for live reload to go on from).
+    pub folder: toolhost::wasm::folder::FolderSet,
 }
 
 /// [`build_registry`], also returning the trust decisions. Held plugins and withheld
@@ -88,7 +97,7 @@ pub async fn build_registry_with_trust(
     Ok((registry, problems, report))
 }
 
-/// Loads the plugins folder (under the lock, see [`load_plugins_with`]) and then the
+/// Loads the plugins folder (under the lock, see [`load_folder_with`]) and then the
 /// config's MCP servers into `registry`, and prints the warnings: problems with single
 /// plugins or servers, held plugins, withheld tools (with the command that approves
 /// them). Plugins come first, so a plugin keeps a tool name an MCP server also offers
@@ -100,13 +109,10 @@ pub async fn load_all(
     progress: &dyn LoadProgress,
 ) -> (Vec<LoadProblem>, TrustReport) {
     let dir = plugins_dir(args, config);
-    // No plugin policy may grant the config file's folder (nor one above it): a plugin
-    // that could write `toolhost.toml` could add MCP servers, i.e. run commands. Protected
-    // even when the file does not exist yet, for that same reason.
-    if let Ok(engine) = toolhost::loader::wasm_engine() {
-        engine.protect_path(&std::path::absolute(&args.config).unwrap_or(args.config.clone()));
-    }
-    let (plugins, mut problems) = load_plugins_with(registry, &dir, &config.trust, progress).await;
+    // The config file and the credential files it names were protected when it was
+    // read (`load_config`).
+    let loaded = load_folder_with(registry, &dir, &config.trust, progress).await;
+    let (plugins, folder, mut problems) = (loaded.reports, loaded.set, loaded.problems);
     // A bad lock was reported by load_plugins; MCP tools then have no pins.
     let lock = Lock::load(&Lock::path_in(&dir)).unwrap_or_default();
     let loaded = connect_mcp(registry, config, &lock).await;
@@ -141,6 +147,7 @@ pub async fn load_all(
             mcp,
             mcp_down: loaded.down,
             mcp_clients: loaded.clients,
+            folder,
         },
     )
 }
@@ -180,4 +187,30 @@ pub fn confirm(yes: bool, question: &str) -> anyhow::Result<()> {
         "y" | "yes" => Ok(()),
         _ => anyhow::bail!("not approved; nothing written"),
     }
+}
+
+/// Refuses to approve a plugin whose request names a folder the `deny_paths` rules forbid
+/// (`~/.ssh`, `~/.aws`, ...), printing each refused entry with its rule. The argument
+/// hook cannot see a path a plugin builds inside the guest, so such a folder is never
+/// granted.
+pub fn refuse_denied_folders(
+    config: &HostConfig,
+    name: &str,
+    request: &toolhost_trust::Grant,
+) -> anyhow::Result<()> {
+    let refused = config
+        .permissions
+        .denied_folders(&request.read, &request.write)?;
+    if refused.is_empty() {
+        return Ok(());
+    }
+    for r in &refused {
+        eprintln!("refused: {}", super::term::text(r));
+    }
+    anyhow::bail!(
+        "not approved: the request of plugin {} names {} folder(s) that may never be granted (above); remove them from {}.toml",
+        clean(name),
+        refused.len(),
+        clean(name)
+    )
 }

@@ -203,6 +203,7 @@ pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     }
     let staged = stage(&dir, &name, &fetched).await?;
     print!("{}", staged.cand.summary());
+    super::common::refuse_denied_folders(&config, &name, &staged.cand.request)?;
     println!(
         "  source: {}\n  signer: {}",
         fetched.source,
@@ -254,6 +255,7 @@ pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         print!("{}", staged.cand.summary());
+        super::common::refuse_denied_folders(&config, &name, &staged.cand.request)?;
         println!(
             "changes since the approval of {}:\n{diff}",
             entry.approved_at

@@ -53,7 +53,8 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|t| {
                 serde_json::json!({"name": t.name, "state": t.state.label(),
-                    "needs_approval": t.needs_approval, "withheld": t.withheld})
+                    "needs_approval": t.needs_approval, "withheld": t.withheld,
+                    "needs_folder": t.missing_folder.iter().map(|(tool, why)| serde_json::json!({"tool": tool, "why": why})).collect::<Vec<_>>()})
             })
             .collect();
         let mcp: Vec<_> = trust
@@ -173,6 +174,13 @@ fn print_trust(report: &super::common::TrustReport) {
         }
         if !t.withheld.is_empty() {
             notes.push(format!("withheld: {}", clean(&t.withheld.join(", "))));
+        }
+        if !t.missing_folder.is_empty() {
+            let tools: Vec<&str> = t.missing_folder.iter().map(|(n, _)| n.as_str()).collect();
+            notes.push(format!(
+                "needs a folder that does not exist: {} (see the warning)",
+                clean(&tools.join(", "))
+            ));
         }
         if let toolhost::trust::TrustState::Held { reason } = &t.state {
             notes.push(clean(reason));

@@ -170,6 +170,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // A broken config is an error before anything is served; plugins and servers that
     // fail to load are warnings, as in the other commands.
     let config = super::common::load_config(&args.host)?;
+    // The token files given on the command line are credentials like those the config
+    // names: no plugin policy may grant them or a folder above them.
+    toolhost::loader::protect_paths(args.auth_token_file.iter().cloned());
     // A long-lived host: components missing from the compile cache start on baseline
     // code and are swapped to optimized code in the background (docs/design.md,
     // "Compile tiers").
@@ -231,7 +234,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(watch) = watch {
             watch
-                .run(background, config.trust.clone(), report.plugins)
+                .run(
+                    background,
+                    config.trust.clone(),
+                    report.plugins,
+                    report.folder,
+                )
                 .await;
         }
     });

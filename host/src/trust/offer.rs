@@ -15,6 +15,7 @@ use super::{
 };
 use crate::loader::{LoadProblem, plugin_problem};
 use crate::tools::ToolRegistry;
+use crate::wasm::folder::FolderSet;
 use crate::wasm::{Plugin, Policy, WasmEngine};
 
 /// Reads the lock of plugins folder `dir`. An unreadable lock counts as empty (every
@@ -160,6 +161,7 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
         loaded: false,
         digest: None,
         effective: None,
+        missing_folder: Vec::new(),
     };
     if entry.is_none() && opts.require_all {
         // Not even described: an unapproved component runs no code at all.
@@ -212,20 +214,38 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
                 .collect();
         }
     }
-    report.effective = Some(request_of(plugin.policy()));
+    // The folders that do not exist are requested, not in effect.
+    let mut effective = plugin.policy().clone();
+    effective.missing.clear();
+    report.effective = Some(request_of(&effective));
+    report.missing_folder = plugin
+        .tools()
+        .iter()
+        .filter_map(|t| {
+            let why = plugin.policy().missing_refusal(&t.spec().permissions)?;
+            Some((t.spec().name.clone(), why))
+        })
+        .collect();
     Ok((report, Some(plugin)))
 }
 
-/// Registers a prepared plugin (in file order; see [`super::load_plugins_with`]). A plugin that
-/// offers nothing is only reported.
+/// Registers a prepared plugin into `set` (the plugins of its folder, see
+/// [`crate::wasm::folder::FolderSet`]): replaces the version registered before, if any,
+/// and renames the tools of other plugins as the one rule of names demands. A plugin that
+/// offers nothing is only reported (and a version registered before is removed). All or
+/// nothing: a refused plugin leaves the registry as it was.
 pub(crate) fn register_prepared(
     registry: &ToolRegistry,
+    set: &mut FolderSet,
     (mut report, plugin): Prepared,
 ) -> Result<Prepared, LoadProblem> {
     let Some(plugin) = plugin else {
+        set.remove(registry, &report.name);
         return Ok((report, None));
     };
-    crate::wasm::folder::register_plugin(registry, &plugin).map_err(|e| plugin_problem(&e))?;
-    report.loaded = !plugin.tools().is_empty();
-    Ok((report, Some(plugin)))
+    set.insert(registry, plugin)
+        .map_err(|e| plugin_problem(&e))?;
+    let plugin = set.get(&report.name).cloned();
+    report.loaded = plugin.as_ref().is_some_and(|p| !p.tools().is_empty());
+    Ok((report, plugin))
 }

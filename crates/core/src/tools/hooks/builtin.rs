@@ -200,6 +200,21 @@ impl DenyPaths {
         })
     }
 
+    /// The pattern that forbids granting the folder `dir` (absolute) to a plugin, if
+    /// any: `dir` or a folder above it matches one, or `dir` holds the folder a pattern
+    /// without wildcards names (granting `~` would hand over `~/.ssh`). Plugin approval
+    /// refuses such a request entry.
+    pub fn forbids_folder(&self, dir: &Path) -> Option<&str> {
+        let dir = fold(dir);
+        if let Some(p) = self.matching(&dir) {
+            return Some(p);
+        }
+        self.patterns.iter().map(String::as_str).find(|p| {
+            !p.contains(['*', '?', '[', '{'])
+                && fold(&expand_home(p, self.home.as_deref())).starts_with(&dir)
+        })
+    }
+
     /// The pattern that `path` or one of its ancestors matches, if any.
     fn matching(&self, path: &Path) -> Option<&str> {
         path.ancestors()
@@ -452,6 +467,23 @@ mod tests {
 
     fn denied(v: &HookVerdict) -> bool {
         matches!(v, HookVerdict::Deny(_))
+    }
+
+    #[test]
+    fn folders_under_above_or_matching_a_rule_are_not_grantable() {
+        let h = DenyPaths::new(&["/home/u/.ssh".into(), "**/.env".into()]).unwrap();
+        for bad in [
+            "/home/u/.ssh",
+            "/home/u/.ssh/keys",
+            "/home/u",
+            "/",
+            "/srv/app/.env",
+        ] {
+            assert!(h.forbids_folder(Path::new(bad)).is_some(), "{bad}");
+        }
+        for good in ["/home/u/data", "/home/u/.sshx", "/srv/app"] {
+            assert_eq!(h.forbids_folder(Path::new(good)), None, "{good}");
+        }
     }
 
     #[test]
