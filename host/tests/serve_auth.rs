@@ -8,7 +8,11 @@
 //! - the client without a token: `list` exits non-zero with a clear error naming the
 //!   server, the status and `bearer_token_env` (no Rust type names); a missing variable is
 //!   a config error naming the key; with `bearer_token_env` the tools are listed and a
-//!   call works.
+//!   call works;
+//! - one client (one token) opening sessions as fast as it can, never ending them, while a
+//!   second client (another token) keeps initializing, listing and calling: the second
+//!   never gets a 503, the first keeps at most its share of sessions open (its oldest get
+//!   404), and the log counts the evictions.
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -239,4 +243,214 @@ fn a_protected_serve_is_usable_only_with_its_token() {
     assert!(out.status.success(), "{}", show(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("42"), "{stdout}");
+}
+
+/// One raw HTTP/1.1 request to `/mcp` on 127.0.0.1 with `Connection: close`, as bearer
+/// `token`, in session `session` if given: (status, response head, body).
+fn mcp_request(
+    port: u16,
+    token: &str,
+    method: &str,
+    session: Option<&str>,
+    body: &str,
+) -> (u16, String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    // A guard against a hang, not a timing assertion.
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let session = session
+        .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
+         Authorization: Bearer {token}\r\n{session}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(request.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+/// The `Mcp-Session-Id` of a response head.
+fn session_id(head: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("mcp-session-id")
+            .then(|| v.trim().to_string())
+    })
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+const CALL: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"x":40,"y":2}}}"#;
+
+/// Resident memory of process `pid` in kB (Linux), for the test's output.
+fn rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn a_client_opening_sessions_without_end_cannot_lock_another_client_out() {
+    let Some(built) = built_plugins(&["calc.wasm"]) else {
+        return;
+    };
+    const FLOODER: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-flooding-client";
+    const WORKER: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb-working-client";
+    let dir = toolhost_testkit::temp_dir("serve-session-flood");
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    for f in ["calc.wasm", "calc.toml"] {
+        std::fs::copy(built.join(f), plugins.join(f)).unwrap();
+    }
+    let tokens = token_file(&dir, 0o600, &format!("{FLOODER}\n{WORKER}\n"));
+    let log = dir.join("serve.log");
+    let port = toolhost_testkit::free_port();
+    // 8 sessions, so a share of 4 per client (bearer token).
+    let served = Served(
+        toolhost(&[
+            "serve",
+            "--no-audit",
+            "--no-watch",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--max-sessions",
+            "8",
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+            "--plugins",
+            plugins.to_str().unwrap(),
+        ])
+        .current_dir(&dir)
+        .env("RUST_LOG", "toolhost_mcp=info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap(),
+    );
+    let pid = served.0.id();
+    let up = toolhost_testkit::port_listening(port, Duration::from_secs(30));
+    assert!(up, "toolhost serve --http did not start listening");
+
+    // The working client's round: initialize, list, call, end the session.
+    let round = || -> Result<(), String> {
+        let (status, head, body) = mcp_request(port, WORKER, "POST", None, INITIALIZE);
+        if status != 200 {
+            return Err(format!("initialize: {status} {body}"));
+        }
+        let id = session_id(&head).ok_or("no session id")?;
+        let (status, _, body) = mcp_request(port, WORKER, "POST", Some(&id), INITIALIZED);
+        if status != 202 {
+            return Err(format!("initialized: {status} {body}"));
+        }
+        let (status, _, body) = mcp_request(port, WORKER, "POST", Some(&id), LIST);
+        if status != 200 || !body.contains("\"add\"") {
+            return Err(format!("tools/list: {status} {body}"));
+        }
+        let (status, _, body) = mcp_request(port, WORKER, "POST", Some(&id), CALL);
+        if status != 200 || !body.contains("42") || body.contains("\"isError\":true") {
+            return Err(format!("tools/call: {status} {body}"));
+        }
+        mcp_request(port, WORKER, "DELETE", Some(&id), "");
+        Ok(())
+    };
+    // serve loads its plugins in the background: until `add` is there (bounded).
+    let ready = (0..120).any(|_| {
+        round().is_ok() || {
+            std::thread::sleep(Duration::from_millis(250));
+            false
+        }
+    });
+    assert!(ready, "serve never offered `add`: {:?}", round());
+    let rss_before = rss_kb(pid);
+
+    // The flooder: two threads opening sessions as fast as they can, never ending one.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flooders: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(move || {
+                (0..200)
+                    .map(|_| {
+                        let (status, head, _) =
+                            mcp_request(port, FLOODER, "POST", None, INITIALIZE);
+                        (status, session_id(&head))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    // The worker keeps working the whole time.
+    let worker = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut rounds = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) || rounds.len() < 3 {
+                rounds.push(round());
+            }
+            rounds
+        })
+    };
+    let flooded: Vec<(u16, Option<String>)> = flooders
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rounds = worker.join().unwrap();
+    let rss_after = rss_kb(pid);
+
+    // The working client never got a 503 (nor anything else but success).
+    let failed: Vec<&String> = rounds.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} rounds failed: {failed:?}",
+        failed.len(),
+        rounds.len()
+    );
+    // The flooder was not refused either: its own oldest idle sessions made room.
+    let refused = flooded.iter().filter(|(s, _)| *s != 200).count();
+    assert_eq!(refused, 0, "the flooder was refused {refused} times");
+    let ids: Vec<&String> = flooded.iter().filter_map(|(_, id)| id.as_ref()).collect();
+    assert_eq!(ids.len(), 400);
+    // Memory stays bounded: of its 400 sessions, at most its share (4) are still open;
+    // the others answer 404, so that client must initialize again.
+    let alive: Vec<u16> = ids
+        .iter()
+        .map(|id| mcp_request(port, FLOODER, "POST", Some(id), LIST).0)
+        .collect();
+    let open = alive.iter().filter(|s| **s == 200).count();
+    assert!(
+        (1..=4).contains(&open),
+        "{open} of the flooder's sessions are open"
+    );
+    assert!(alive.iter().all(|s| *s == 200 || *s == 404), "{alive:?}");
+    assert_eq!(alive[0], 404);
+    eprintln!(
+        "flood: 400 sessions opened, {open} left open; worker: {} rounds; serve RSS {rss_before:?} -> {rss_after:?} kB",
+        rounds.len()
+    );
+
+    // And a good round after the flood.
+    round().unwrap();
+    drop(served);
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("closed the least recently used idle MCP session"),
+        "{log}"
+    );
+    assert!(log.contains("evicted_total"), "{log}");
+    assert!(!log.contains("refused a new MCP session"), "{log}");
+    assert!(
+        !log.contains(FLOODER) && !log.contains(WORKER),
+        "a token leaked: {log}"
+    );
 }

@@ -37,16 +37,19 @@
 //!   request headers within the header-read timeout (also the idle limit of a keep-alive
 //!   connection between requests), at most `max_connections` are served at once (further
 //!   ones wait in the kernel's accept queue), at most `max_sessions` MCP sessions exist
-//!   (the next `initialize` gets HTTP 503 with a JSON-RPC error saying so), and a session
-//!   with no traffic for `session_idle` is closed. Accepted sockets get `TCP_NODELAY`:
+//!   and at most `max_sessions_per_client` per client (bearer token, else IP address): a
+//!   new `initialize` over either bound closes the least recently used idle session (of
+//!   that client, for the share), and gets HTTP 503 with a JSON-RPC error only when every
+//!   such session has a request in flight (`server/sessions.rs`), and a session with no
+//!   traffic for `session_idle` is closed. Accepted sockets get `TCP_NODELAY`:
 //!   a response is one small write, and Nagle's algorithm with the client's delayed ACK
 //!   would hold every keep-alive call back by ~40 ms.
 //! - A POST whose body is not JSON gets HTTP 400 with JSON-RPC error -32700 (parse error),
 //!   rather than rmcp's 415.
 //!
 //! This file holds [`McpServer`] and its MCP handler; the transports are beside it:
-//! `server/stdio.rs` (stdin/stdout, any byte-stream pair) and `server/http.rs` (the
-//! Streamable HTTP front and its limits).
+//! `server/stdio.rs` (stdin/stdout, any byte-stream pair), `server/http.rs` (the
+//! Streamable HTTP front and its limits) and `server/sessions.rs` (its session store).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,6 +74,7 @@ use toolhost_core::tools::{
 mod auth;
 mod gateway_session;
 mod http;
+mod sessions;
 mod stdio;
 
 use crate::content::{block_to_mcp, icon_to_mcp};
@@ -79,7 +83,10 @@ use gateway_session::GatewaySession;
 
 pub use auth::BearerTokens;
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
-pub use http::{ANY_HOST, CappedSessionManager, HttpLimits, HttpServeOptions, SessionLimitError};
+pub use http::{ANY_HOST, HttpLimits, HttpServeOptions};
+pub use sessions::{
+    CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
+};
 
 /// The token that stops [`McpServer::serve_http`] (tokio-util's `CancellationToken`).
 pub use tokio_util::sync::CancellationToken as StopToken;

@@ -4,7 +4,7 @@
 //!   carries the protocol only; logs go to stderr.
 //! - `toolhost serve --http 127.0.0.1:8080`: Streamable HTTP at `/mcp`. Loopback only unless
 //!   `--allow-remote`, which requires bearer tokens; Host and Origin are validated. Bounded
-//!   by `--header-timeout`, `--max-connections`, `--max-sessions` and `--session-idle`
+//!   by `--header-timeout`, `--max-connections`, `--max-sessions`, `--max-sessions-per-client` and `--session-idle`
 //!   (defaults in docs/mcp.md and `--help`).
 //! - Bearer tokens (docs/mcp.md, "Authentication"): `--auth-token-file FILE` (else
 //!   `[serve] auth_token_file` of toolhost.toml) and `TOOLHOST_SERVE_TOKEN`. Once any is
@@ -74,9 +74,17 @@ pub struct ServeArgs {
     /// With --http: connections served at once; further ones wait to be accepted.
     #[arg(long, value_name = "N", default_value_t = HttpLimits::DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
-    /// With --http: MCP sessions alive at once; the next `initialize` gets HTTP 503.
+    /// With --http: MCP sessions alive at once. At the cap, a new `initialize` closes the
+    /// least recently used session that has no request in flight (its client gets 404 and
+    /// initializes again); it gets HTTP 503 only when every session is busy.
     #[arg(long, value_name = "N", default_value_t = HttpLimits::DEFAULT_MAX_SESSIONS)]
     max_sessions: usize,
+    /// With --http: the most sessions one client may hold (a client is its bearer token,
+    /// else its IP address: without tokens all local clients are one client). Beyond it,
+    /// the client's own least recently used idle session is closed. Default: half of
+    /// --max-sessions, rounded up.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_sessions_per_client: Option<u64>,
     /// With --http: a session with no request for this long is closed (the client must
     /// initialize again). Same format as --header-timeout.
     #[arg(long, value_name = "TIME", default_value = "300s", value_parser = parse_duration)]
@@ -256,6 +264,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 header_read_timeout: args.header_timeout,
                 max_connections: args.max_connections.max(1),
                 max_sessions: args.max_sessions.max(1),
+                max_sessions_per_client: args
+                    .max_sessions_per_client
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 session_idle: args.session_idle,
             };
             let auth = tokens.filter(|t| !t.is_empty());
@@ -272,6 +283,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 limits,
                 auth,
                 allowed_hosts: args.allowed_host.clone(),
+                ..HttpServeOptions::default()
             };
             server
                 .serve_http_opts(addr, options, stop, |bound| match authenticated {

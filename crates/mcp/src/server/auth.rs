@@ -121,34 +121,50 @@ impl BearerTokens {
     /// `Bearer <token>` (scheme case-insensitive) with a configured token. Every token is
     /// compared, in constant time, whatever the outcome.
     pub fn accepts<'a>(&self, values: impl IntoIterator<Item = &'a [u8]>) -> bool {
+        self.matching(values).is_some()
+    }
+
+    /// As [`BearerTokens::accepts`], and which token it is: its position among the
+    /// configured ones (the client's identity for the per-client session share). The
+    /// position is chosen in constant time too.
+    pub fn matching<'a>(&self, values: impl IntoIterator<Item = &'a [u8]>) -> Option<usize> {
+        use subtle::ConditionallySelectable as _;
+
         let mut values = values.into_iter();
         let (Some(value), None) = (values.next(), values.next()) else {
-            return false;
+            return None;
         };
-        let Some(space) = value.iter().position(|b| *b == b' ') else {
-            return false;
-        };
+        let space = value.iter().position(|b| *b == b' ')?;
         let (scheme, rest) = value.split_at(space);
         if !scheme.eq_ignore_ascii_case(b"bearer") {
-            return false;
+            return None;
         }
         let presented = &rest[1..];
         let mut ok = subtle::Choice::from(0);
-        for token in &self.tokens {
-            ok |= presented.ct_eq(token);
+        let mut index = 0u64;
+        for (i, token) in (0u64..).zip(&self.tokens) {
+            let eq = presented.ct_eq(token);
+            index = u64::conditional_select(&index, &i, eq);
+            ok |= eq;
         }
-        bool::from(ok)
+        bool::from(ok).then(|| usize::try_from(index).unwrap_or(usize::MAX))
     }
 }
+
+/// The request extension [`require_bearer`] adds: which configured token (its position)
+/// the request carried.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AuthenticatedToken(pub(super) usize);
 
 /// Answers a request without a valid bearer token with HTTP 401; passes the others on.
 pub(super) async fn require_bearer(
     axum::extract::State(tokens): axum::extract::State<Arc<BearerTokens>>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let headers = request.headers().get_all(http::header::AUTHORIZATION);
-    if tokens.accepts(headers.iter().map(|v| v.as_bytes())) {
+    if let Some(i) = tokens.matching(headers.iter().map(|v| v.as_bytes())) {
+        request.extensions_mut().insert(AuthenticatedToken(i));
         return next.run(request).await;
     }
     let presented = headers.iter().next().is_some();
@@ -201,6 +217,11 @@ mod tests {
         assert!(!t.accepts(std::iter::empty::<&[u8]>()));
         assert!(!BearerTokens::new().accepts([ok.as_bytes()]));
         assert_eq!(format!("{t:?}"), "BearerTokens(1 tokens)");
+        let other = "fedcba9876543210fedcba9876543210";
+        t.add(other, "test").unwrap();
+        assert_eq!(t.matching([ok.as_bytes()]), Some(0));
+        assert_eq!(t.matching([format!("Bearer {other}").as_bytes()]), Some(1));
+        assert_eq!(t.matching([format!("Bearer {other}x").as_bytes()]), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The Streamable HTTP front of [`McpServer`]: its own hyper accept loop (header-read
-//! timeout, connection cap, `TCP_NODELAY`), the session manager with a cap and idle
-//! expiry ([`CappedSessionManager`]), the guard in front of rmcp's service (HTTP 400 /
-//! -32700 for a body that is not JSON, 503 when every session slot is taken), and Host /
+//! timeout, connection cap, `TCP_NODELAY`, the peer address handed to the guard), the
+//! guard in front of rmcp's service (HTTP 400 / -32700 for a body that is not JSON;
+//! admission of a new session by the session store of `server/sessions.rs`, HTTP 503 when
+//! it refuses; a POST to a session marked in flight until its response is sent), Host /
 //! Origin validation (loopback names, plus the operator's `--allowed-host` names), and,
 //! when tokens are configured, bearer authentication in front of everything
 //! ([`super::auth`]). Limits and their defaults: [`HttpLimits`], docs/mcp.md.
@@ -10,32 +11,32 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, LocalSessionManagerError,
-};
-use rmcp::transport::streamable_http_server::session::{
-    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
-};
+use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
-use super::auth::BearerTokens;
+use super::auth::{AuthenticatedToken, BearerTokens};
+use super::sessions::{CappedSessionManager, ClientKey, SessionCounters, with_reservation};
 use crate::error::McpServeError;
 
 impl McpServer {
-    /// The Streamable HTTP service (a tower service) to mount at `/mcp` on an axum router,
-    /// with Host and Origin validation for `port` on loopback, and the session cap and
-    /// idle expiry of `limits`.
+    /// The Streamable HTTP service (an axum router) to mount at `/mcp` on an axum router
+    /// (`nest_service`), with Host and Origin validation for `port` on loopback, the
+    /// session rules of `limits` and the guard that enforces them. Clients are told apart
+    /// by the peer address when the router is served with
+    /// `into_make_service_with_connect_info::<SocketAddr>()`; otherwise only the cap
+    /// applies, not the per-client share.
     pub fn http_service(
         &self,
         port: u16,
         stop: CancellationToken,
         limits: &HttpLimits,
-    ) -> StreamableHttpService<McpServer, CappedSessionManager> {
-        self.http_service_on(port, &[], stop, Arc::new(CappedSessionManager::new(limits)))
+    ) -> axum::Router {
+        let manager = Arc::new(CappedSessionManager::new(limits));
+        let service = self.http_service_on(port, &[], stop, manager.clone());
+        guarded(service, manager)
     }
 
     fn http_service_on(
@@ -136,16 +137,13 @@ impl McpServer {
                 std::net::IpAddr::V6(v6) => format!("[{v6}]"),
             });
         }
-        let manager = Arc::new(CappedSessionManager::new(&limits));
+        let manager = Arc::new(CappedSessionManager::with_counters(
+            &limits,
+            options.session_counters.clone(),
+        ));
         let service =
             self.http_service_on(bound.port(), &hosts, stop.child_token(), manager.clone());
-        let guard = HttpGuard {
-            manager,
-            max_sessions: limits.max_sessions,
-        };
-        let mut router = axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn_with_state(guard, http_guard));
+        let mut router = axum::Router::new().nest_service("/mcp", guarded(service, manager));
         // Outermost: nothing else (body parsing, session lookup, Host checks) runs for a
         // request without a valid token.
         if let Some(tokens) = auth {
@@ -178,6 +176,9 @@ pub struct HttpServeOptions {
     /// bound address; [`ANY_HOST`] accepts any (only with `auth`). A present `Origin` must
     /// still be a loopback origin.
     pub allowed_hosts: Vec<String>,
+    /// Where the session store counts its evictions and refusals (keep a clone to read
+    /// them, e.g. for a metrics endpoint).
+    pub session_counters: Arc<SessionCounters>,
 }
 
 /// Resource bounds of the Streamable HTTP server. Every field has a flag in
@@ -190,9 +191,15 @@ pub struct HttpLimits {
     pub header_read_timeout: Duration,
     /// Connections served at once; further ones wait in the accept queue. Default 1024.
     pub max_connections: usize,
-    /// MCP sessions (`initialize` handshakes) alive at once; the next one is refused with
-    /// HTTP 503 and a JSON-RPC error. Default 256.
+    /// MCP sessions (`initialize` handshakes) alive at once. At the cap, a new one closes
+    /// the least recently used session without a request in flight; it is refused (HTTP
+    /// 503 and a JSON-RPC error) only when every session is busy. Default 256.
     pub max_sessions: usize,
+    /// The most sessions one client (its bearer token, else its IP address) may hold; a
+    /// new one beyond closes the client's own least recently used idle session, or is
+    /// refused when all of them are busy. `None`: half of `max_sessions`, rounded up
+    /// ([`HttpLimits::session_share`]).
+    pub max_sessions_per_client: Option<usize>,
     /// A session that sees no request for this long is closed (its client must
     /// `initialize` again). Default 300 s.
     pub session_idle: Duration,
@@ -207,6 +214,15 @@ impl HttpLimits {
     pub const DEFAULT_MAX_SESSIONS: usize = 256;
     /// Default of [`HttpLimits::session_idle`].
     pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+
+    /// The per-client share in force: `max_sessions_per_client`, else half of
+    /// `max_sessions` rounded up; at least 1 and at most `max_sessions`.
+    pub fn session_share(&self) -> usize {
+        let max = self.max_sessions.max(1);
+        self.max_sessions_per_client
+            .unwrap_or(max.div_ceil(2))
+            .clamp(1, max)
+    }
 }
 
 impl Default for HttpLimits {
@@ -215,6 +231,7 @@ impl Default for HttpLimits {
             header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             max_sessions: Self::DEFAULT_MAX_SESSIONS,
+            max_sessions_per_client: None,
             session_idle: Self::DEFAULT_SESSION_IDLE,
         }
     }
@@ -265,7 +282,11 @@ async fn serve_connections(
         let router = router.clone();
         let service =
             hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                router.clone().oneshot(req.map(axum::body::Body::new))
+                let mut req = req.map(axum::body::Body::new);
+                // Who is asking, for the per-client session share (server/sessions.rs).
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                router.clone().oneshot(req)
             });
         let builder = builder.clone();
         let stop = stop.clone();
@@ -294,136 +315,51 @@ async fn serve_connections(
     connections.wait().await;
 }
 
-/// A [`LocalSessionManager`] with a cap on live sessions and the idle expiry of
-/// [`HttpLimits`]. Sessions leave the count when rmcp closes them (client DELETE, idle
-/// expiry, shutdown).
-#[derive(Debug)]
-pub struct CappedSessionManager {
-    inner: LocalSessionManager,
-    max_sessions: usize,
-    // Held across "count, then create" so two concurrent handshakes cannot both take the
-    // last slot.
-    creating: tokio::sync::Mutex<()>,
-}
-
-impl CappedSessionManager {
-    /// A manager for `limits.max_sessions` sessions that expire after
-    /// `limits.session_idle` without traffic.
-    pub fn new(limits: &HttpLimits) -> Self {
-        let mut inner = LocalSessionManager::default();
-        inner.session_config.keep_alive = Some(limits.session_idle);
-        Self {
-            inner,
-            max_sessions: limits.max_sessions,
-            creating: tokio::sync::Mutex::new(()),
-        }
-    }
-
-    /// How many sessions are alive.
-    pub async fn session_count(&self) -> usize {
-        self.inner.sessions.read().await.len()
-    }
-
-    /// The session cap.
-    pub fn max_sessions(&self) -> usize {
-        self.max_sessions
-    }
-}
-
-/// Why [`CappedSessionManager`] refused.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SessionLimitError {
-    /// Every session slot is taken.
-    #[error(
-        "session limit reached: {0} MCP sessions are open (raise --max-sessions, close \
-         sessions with HTTP DELETE, or wait for idle ones to expire)"
-    )]
-    Full(usize),
-    /// The underlying session manager failed.
-    #[error(transparent)]
-    Session(#[from] LocalSessionManagerError),
-}
-
-impl SessionManager for CappedSessionManager {
-    type Error = SessionLimitError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
-
-    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let _one_at_a_time = self.creating.lock().await;
-        if self.session_count().await >= self.max_sessions {
-            return Err(SessionLimitError::Full(self.max_sessions));
-        }
-        Ok(self.inner.create_session().await?)
-    }
-
-    async fn initialize_session(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        Ok(self.inner.initialize_session(id, message).await?)
-    }
-
-    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        Ok(self.inner.has_session(id).await?)
-    }
-
-    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        Ok(self.inner.close_session(id).await?)
-    }
-
-    async fn create_stream(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
-    {
-        Ok(self.inner.create_stream(id, message).await?)
-    }
-
-    async fn accept_message(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<(), Self::Error> {
-        Ok(self.inner.accept_message(id, message).await?)
-    }
-
-    async fn create_standalone_stream(
-        &self,
-        id: &SessionId,
-    ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
-    {
-        Ok(self.inner.create_standalone_stream(id).await?)
-    }
-
-    async fn resume(
-        &self,
-        id: &SessionId,
-        last_event_id: String,
-    ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
-    {
-        Ok(self.inner.resume(id, last_event_id).await?)
-    }
-
-    async fn restore_session(
-        &self,
-        id: SessionId,
-    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        Ok(self.inner.restore_session(id).await?)
-    }
-
-    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
-        self.inner.event_store()
-    }
-}
-
 /// State of [`http_guard`].
 #[derive(Clone)]
 struct HttpGuard {
     manager: Arc<CappedSessionManager>,
-    max_sessions: usize,
+}
+
+/// rmcp's `service` behind [`http_guard`], which enforces `manager`'s session rules.
+fn guarded(
+    service: StreamableHttpService<McpServer, CappedSessionManager>,
+    manager: Arc<CappedSessionManager>,
+) -> axum::Router {
+    axum::Router::new()
+        .fallback_service(service)
+        .layer(axum::middleware::from_fn_with_state(
+            HttpGuard { manager },
+            http_guard,
+        ))
+}
+
+/// Who sent `parts`, for the per-client share: the bearer token it authenticated with,
+/// else the peer's IP address (the port changes with every connection), else unknown.
+fn client_key(parts: &http::request::Parts) -> Option<ClientKey> {
+    if let Some(AuthenticatedToken(i)) = parts.extensions.get::<AuthenticatedToken>() {
+        return Some(ClientKey::Token(*i));
+    }
+    parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| ClientKey::Addr(c.0.ip().to_canonical()))
+}
+
+/// `response` with `held` kept alive until its body has been sent (or dropped, when the
+/// client goes away).
+fn hold_until_sent<T: Send + 'static>(
+    response: axum::response::Response,
+    held: T,
+) -> axum::response::Response {
+    use http_body_util::BodyExt as _;
+    response.map(|body| {
+        // The closure owns `held`; it is dropped with the body.
+        axum::body::Body::new(body.map_frame(move |frame| {
+            let _ = &held;
+            frame
+        }))
+    })
 }
 
 /// A JSON-RPC error response (`id: null`) with an HTTP status.
@@ -442,10 +378,13 @@ pub(super) fn jsonrpc_error(
     resp
 }
 
-/// In front of rmcp's service, for POSTs with a JSON content type: a body that is not
-/// JSON gets HTTP 400 / JSON-RPC -32700, and a new `initialize` (no session id) while
-/// every session slot is taken gets HTTP 503 with a JSON-RPC error naming the limit. The
-/// body is read up to rmcp's own limit and handed on unchanged.
+/// In front of rmcp's service. For POSTs with a JSON content type: a body that is not
+/// JSON gets HTTP 400 / JSON-RPC -32700; a new `initialize` (no session id) is admitted
+/// by the session store (which may close idle sessions to make room, and runs the rest of
+/// the request with the admitted slot) or gets HTTP 503 with a JSON-RPC error naming the
+/// limit; a POST to a session marks it in flight until its response is sent. A GET to a
+/// session counts as a use. The body is read up to rmcp's own limit and handed on
+/// unchanged.
 async fn http_guard(
     axum::extract::State(guard): axum::extract::State<HttpGuard>,
     request: axum::extract::Request,
@@ -453,6 +392,16 @@ async fn http_guard(
 ) -> axum::response::Response {
     use http_body_util::BodyExt as _;
 
+    let session: Option<SessionId> = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.to_owned().into());
+    if request.method() == http::Method::GET
+        && let Some(id) = &session
+    {
+        guard.manager.touch(id);
+    }
     let is_json_post = request.method() == http::Method::POST
         && request
             .headers()
@@ -497,17 +446,30 @@ async fn http_guard(
             );
         }
     };
-    let new_session = !parts.headers.contains_key("mcp-session-id")
-        && message.get("method").and_then(Value::as_str) == Some("initialize");
-    if new_session && guard.manager.session_count().await >= guard.max_sessions {
-        return jsonrpc_error(
-            http::StatusCode::SERVICE_UNAVAILABLE,
-            -32000,
-            SessionLimitError::Full(guard.max_sessions).to_string(),
-        );
+    if let Some(id) = session {
+        // Marked before rmcp looks the session up, so it cannot be evicted between the
+        // lookup and the answer.
+        let in_flight = guard.manager.begin_request(&id);
+        let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+        let response = next.run(request).await;
+        return match in_flight {
+            Some(held) => hold_until_sent(response, held),
+            None => response,
+        };
     }
+    let new_session = message.get("method").and_then(Value::as_str) == Some("initialize");
+    let client = client_key(&parts);
     let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
-    next.run(request).await
+    if !new_session {
+        return next.run(request).await;
+    }
+    match guard.manager.admit(client) {
+        Ok(admission) => {
+            guard.manager.close_evicted(admission.evicted).await;
+            with_reservation(admission.reservation, next.run(request)).await
+        }
+        Err(e) => jsonrpc_error(http::StatusCode::SERVICE_UNAVAILABLE, -32000, e.to_string()),
+    }
 }
 
 /// The largest request body accepted (by [`http_guard`] and by rmcp behind it).

@@ -1,10 +1,13 @@
 //! The resource bounds of `McpServer::serve_http_with` over real HTTP on 127.0.0.1, each
 //! attacked with raw sockets and followed by a good call through `McpClient`:
-//! half-sent requests are closed after the header-read timeout, the session cap refuses
-//! the next `initialize` with a clear JSON-RPC error, an idle session expires and frees its
-//! slot, and a body that is not JSON gets HTTP 400 / -32700.
+//! half-sent requests are closed after the header-read timeout; at the session cap the
+//! least recently used idle session is closed for a newcomer (404 afterwards) while busy
+//! ones are kept, and the newcomer is refused with a clear JSON-RPC error only when every
+//! session is busy; one peer address holds at most its share; an idle session expires;
+//! and a body that is not JSON gets HTTP 400 / -32700.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -12,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use toolhost_core::tools::{DynamicTool, ToolOutput, ToolRegistry};
-use toolhost_mcp::server::HttpLimits;
+use toolhost_mcp::server::{HttpLimits, HttpServeOptions, SessionCounters};
 use toolhost_mcp::{McpClient, McpServer, McpTransport};
 
 pub(crate) fn registry() -> ToolRegistry {
@@ -33,11 +36,52 @@ pub(crate) fn registry() -> ToolRegistry {
 
 /// Serves a native `add` with `limits` on 127.0.0.1 (port 0); returns the bound address.
 pub(crate) async fn start(limits: HttpLimits) -> (SocketAddr, CancellationToken) {
-    let options = toolhost_mcp::server::HttpServeOptions {
+    start_counted(limits, registry()).await.0
+}
+
+/// Serves `registry` with `limits` on 127.0.0.1 (port 0); returns the bound address and
+/// the session store's counters.
+async fn start_counted(
+    limits: HttpLimits,
+    registry: ToolRegistry,
+) -> ((SocketAddr, CancellationToken), Arc<SessionCounters>) {
+    let counters = Arc::new(SessionCounters::default());
+    let options = HttpServeOptions {
         limits,
+        session_counters: counters.clone(),
         ..Default::default()
     };
-    crate::support::serve_http(McpServer::new(registry()), "127.0.0.1:0", options).await
+    let served = crate::support::serve_http(McpServer::new(registry), "127.0.0.1:0", options).await;
+    (served, counters)
+}
+
+/// [`registry`] plus `hold`, which reports that it started and then waits until the
+/// returned sender says `true`: a request that stays in flight as long as the test wants.
+fn holding_registry() -> (
+    ToolRegistry,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+    tokio::sync::watch::Sender<bool>,
+) {
+    let (started_tx, started) = tokio::sync::mpsc::unbounded_channel();
+    let (release, released) = tokio::sync::watch::channel(false);
+    let r = registry();
+    r.register(
+        DynamicTool::builder("hold")
+            .description("Wait until the test releases the call")
+            .parameters(json!({"type": "object", "properties": {}}))
+            .handler(move |_args, _ctx| {
+                let started = started_tx.clone();
+                let mut released = released.clone();
+                async move {
+                    let _ = started.send(());
+                    let _ = released.wait_for(|v| *v).await;
+                    Ok(ToolOutput::json(json!("held")))
+                }
+            })
+            .build_dyn(),
+    )
+    .unwrap();
+    (r, started, release)
 }
 
 /// A good call through the real client: connect, call `add`, check the sum.
@@ -98,6 +142,29 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
+/// A POST of `body` to session `id`: (status, body).
+async fn post(addr: SocketAddr, id: &str, body: &str) -> (u16, String) {
+    let (status, _, body) = raw(
+        addr,
+        "POST",
+        &[("Content-Type", "application/json"), ("Mcp-Session-Id", id)],
+        body,
+    )
+    .await;
+    (status, body)
+}
+
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+const HOLD: &str =
+    r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hold","arguments":{}}}"#;
+
+/// An `initialize` that must succeed; the new session id.
+async fn open(addr: SocketAddr) -> String {
+    let (status, id, body) = initialize(addr).await;
+    assert_eq!(status, 200, "{body}");
+    id.unwrap()
+}
+
 async fn initialize(addr: SocketAddr) -> (u16, Option<String>, String) {
     let (status, head, body) =
         raw(addr, "POST", &[("Content-Type", "application/json")], INIT).await;
@@ -147,76 +214,107 @@ async fn half_sent_requests_are_closed_after_the_header_timeout() {
 }
 
 #[tokio::test]
-async fn the_session_cap_refuses_the_next_initialize_and_delete_frees_a_slot() {
+async fn at_the_cap_the_oldest_idle_session_goes_and_only_an_all_busy_server_refuses() {
     let limits = HttpLimits {
-        max_sessions: 2,
+        max_sessions: 3,
+        // One peer address here: the share is tested below.
+        max_sessions_per_client: Some(3),
         ..HttpLimits::default()
     };
-    let (addr, stop) = start(limits).await;
-    let (s1, id1, _) = initialize(addr).await;
-    let (s2, id2, _) = initialize(addr).await;
-    assert_eq!((s1, s2), (200, 200));
-    let (id1, _id2) = (id1.unwrap(), id2.unwrap());
+    let (registry, mut started, release) = holding_registry();
+    let ((addr, stop), counters) = start_counted(limits, registry).await;
+    let s1 = open(addr).await;
+    let s2 = open(addr).await;
+    let s3 = open(addr).await;
+    // s2 has a request in flight; s3 is used after s1 was.
+    let held2 = tokio::spawn(async move { post(addr, &s2, HOLD).await });
+    started.recv().await.unwrap();
+    assert_eq!(post(addr, &s3, LIST).await.0, 200);
 
-    let (status, _head, body) = initialize(addr).await;
+    // The server is full: the newcomer is admitted, and s1 (least recently used, idle) is
+    // closed for it, so its client must initialize again.
+    let s4 = open(addr).await;
+    assert_eq!(post(addr, &s1, LIST).await.0, 404);
+    assert_eq!(post(addr, &s3, LIST).await.0, 200);
+    assert_eq!(counters.snapshot().evicted_at_cap, 1);
+
+    // Every session busy: now, and only now, a newcomer is refused, with a clear error.
+    let s3c = s3.clone();
+    let held3 = tokio::spawn(async move { post(addr, &s3c, HOLD).await });
+    let s4c = s4.clone();
+    let held4 = tokio::spawn(async move { post(addr, &s4c, HOLD).await });
+    started.recv().await.unwrap();
+    started.recv().await.unwrap();
+    let (status, _id, body) = initialize(addr).await;
     assert_eq!(status, 503, "{body}");
     let err: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(err["jsonrpc"], "2.0");
+    assert_eq!(err["error"]["code"], -32000);
     let msg = err["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("session limit reached: 2"), "{msg}");
+    assert!(msg.contains("session limit reached: 3"), "{msg}");
+    assert!(msg.contains("request in flight"), "{msg}");
     assert!(msg.contains("--max-sessions"), "{msg}");
+    assert_eq!(counters.snapshot().refused_all_busy, 1);
 
-    // The client ends one session: its slot is free again for a good call.
-    let (status, _, _) = raw(addr, "DELETE", &[("Mcp-Session-Id", &id1)], "").await;
-    assert!(
-        status == 200 || status == 202 || status == 204,
-        "DELETE gave {status}"
-    );
+    // The busy sessions were kept: their calls complete.
+    release.send(true).unwrap();
+    for held in [held2, held3, held4] {
+        let (status, body) = held.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("held"), "{body}");
+    }
+    assert_eq!(post(addr, &s4, LIST).await.0, 200);
+    assert_eq!(counters.snapshot().live, 3);
     good_call(addr).await;
     stop.cancel();
 }
 
 #[tokio::test]
-async fn an_idle_session_expires_and_frees_its_slot() {
+async fn one_peer_address_holds_at_most_its_share() {
+    // A cap of 4 gives each client a share of 2. Every socket here comes from 127.0.0.1
+    // (each from its own port): one client.
     let limits = HttpLimits {
-        max_sessions: 1,
+        max_sessions: 4,
+        ..HttpLimits::default()
+    };
+    let ((addr, stop), counters) = start_counted(limits, registry()).await;
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        ids.push(open(addr).await);
+    }
+    let mut alive = Vec::new();
+    for id in &ids {
+        alive.push(post(addr, id, LIST).await.0);
+    }
+    assert_eq!(alive, [404, 404, 404, 404, 200, 200]);
+    let counts = counters.snapshot();
+    assert_eq!((counts.evicted_over_share, counts.evicted_at_cap), (4, 0));
+    assert_eq!(counts.refused(), 0);
+    good_call(addr).await;
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn an_idle_session_expires() {
+    let limits = HttpLimits {
         session_idle: Duration::from_millis(300),
         ..HttpLimits::default()
     };
-    let (addr, stop) = start(limits).await;
-    let (status, id, _) = initialize(addr).await;
-    assert_eq!(status, 200);
-    let id = id.unwrap();
-    // The one slot is taken ...
-    let (status, _, _) = initialize(addr).await;
-    assert_eq!(status, 503);
-    // ... until the idle session expires (it sees no traffic from here on).
-    let mut freed = false;
-    for _ in 0..300 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let (status, new_id, _) = initialize(addr).await;
-        if status == 200 {
-            // Give the slot back for the good call below.
-            let new_id = new_id.unwrap();
-            raw(addr, "DELETE", &[("Mcp-Session-Id", &new_id)], "").await;
-            freed = true;
+    let ((addr, stop), counters) = start_counted(limits, registry()).await;
+    let id = open(addr).await;
+    // The session sees no traffic from here on: it leaves the store (bounded wait).
+    let mut expired = false;
+    for _ in 0..600 {
+        if counters.snapshot().live == 0 {
+            expired = true;
             break;
         }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(freed, "the idle session never expired");
+    assert!(expired, "the idle session never expired");
     // The expired session is gone for good.
-    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-    let (status, _, _) = raw(
-        addr,
-        "POST",
-        &[
-            ("Content-Type", "application/json"),
-            ("Mcp-Session-Id", &id),
-        ],
-        list,
-    )
-    .await;
-    assert_eq!(status, 404);
+    assert_eq!(post(addr, &id, LIST).await.0, 404);
+    assert_eq!(counters.snapshot().evicted(), 0);
     good_call(addr).await;
     stop.cancel();
 }
