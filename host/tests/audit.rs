@@ -352,7 +352,7 @@ fn serve_audit_hides_credentials_in_url_query_strings() {
             "dsn": "postgres://app:dsn-pw2@db.example:5432/app",
             "headers": [["Authorization", "Bearer hdr-tok3n"]],
             "aws": "AKIAIOSFODNN7EXAMPLE",
-            "signed": "https://b.s3.example/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=amz-cred-4&X-Amz-Signature=amz-sig-5&X-Amz-Expires=300",
+            "signed": "https://b.s3.example/o?X-Amz-Date=20261203T000000Z&X-Amz-Credential=amz-cred-4&X-Amz-Signature=amz-sig-5&X-Amz-Expires=300",
             "note": "try https://api.example/v1?api_key=note-key-6 or https://h.example/cb?code=oauth-code-7&state=s1#access_token=frag-tok-8&expires_in=60",
             "encoded": "https://h.example/p?X%2DAmz%2DSignature=enc-sig-9&Client%5FSecret=enc-cs-10",
             "repeated": "https://h.example/p?token=rep-11&page=2&Token=rep-12",
@@ -379,7 +379,7 @@ fn serve_audit_hides_credentials_in_url_query_strings() {
     assert_eq!(args["dsn"], "postgres://[REDACTED]@db.example:5432/app");
     assert_eq!(
         args["signed"],
-        "https://b.s3.example/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=[REDACTED]\
+        "https://b.s3.example/o?X-Amz-Date=20261203T000000Z&X-Amz-Credential=[REDACTED]\
          &X-Amz-Signature=[REDACTED]&X-Amz-Expires=300"
     );
     assert_eq!(
