@@ -359,7 +359,10 @@ fn serve_audit_hides_credentials_in_url_query_strings() {
             "link": "<a href='https://h.example/d?a=1&amp;signature=qs-sig-13'>",
         }),
     );
-    assert_eq!(hostile["result"]["structuredContent"]["result"], 42.0, "{hostile}");
+    assert_eq!(
+        hostile["result"]["structuredContent"]["result"], 42.0,
+        "{hostile}"
+    );
     // A good call after it: a URL without credentials is recorded as it is.
     let plain = "https://example.com/search?q=token&page=2&country_code=US#key-points";
     let good = client.call(2, "add", json!({"x": 1, "y": 2, "url": plain}));

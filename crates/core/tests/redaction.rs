@@ -231,13 +231,11 @@ async fn query_string_credentials_are_redacted_in_every_url() {
 
     // A good call: a URL without credentials is kept as it is.
     let plain = "https://example.com/search?q=token&page=2&country_code=US#key-points";
-    let inv = reg.invoke("visit", json!({"link": "https://h.example/"})).await;
+    let inv = reg
+        .invoke("visit", json!({"link": "https://h.example/"}))
+        .await;
     assert_eq!(inv.output.unwrap().render, "visited");
-    assert!(
-        reg.invoke("connect", json!({"url": plain}))
-            .await
-            .is_ok()
-    );
+    assert!(reg.invoke("connect", json!({"url": plain})).await.is_ok());
 
     let text = std::fs::read_to_string(&audit).unwrap();
     for s in QUERY_SECRETS {

@@ -736,7 +736,14 @@ mod tests {
             assert!(matches!(scrub_urls(s), Cow::Borrowed(_)), "{s}");
             assert!(matches!(scrub_text(s), Cow::Borrowed(_)), "{s}");
         }
-        for k in ["code", "CODE", "sig", "Signature", "X-Goog-Signature", "access%5Ftoken"] {
+        for k in [
+            "code",
+            "CODE",
+            "sig",
+            "Signature",
+            "X-Goog-Signature",
+            "access%5Ftoken",
+        ] {
             assert!(is_secret_query_key(k), "{k}");
         }
         for k in ["q", "page", "country_code", "state", "user", "%ZZ"] {
@@ -750,8 +757,28 @@ mod tests {
     #[test]
     fn url_scrubbing_is_idempotent_on_url_noise() {
         const PIECES: &[&str] = &[
-            "?", "#", "&", ";", "=", "://", "@", "/", ":", " ", "\"", "token", "sig", "code",
-            "user", "[REDACTED]", "%2D", "%", "x", "é", "\\", "h.example",
+            "?",
+            "#",
+            "&",
+            ";",
+            "=",
+            "://",
+            "@",
+            "/",
+            ":",
+            " ",
+            "\"",
+            "token",
+            "sig",
+            "code",
+            "user",
+            "[REDACTED]",
+            "%2D",
+            "%",
+            "x",
+            "é",
+            "\\",
+            "h.example",
         ];
         let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..20_000 {
