@@ -199,6 +199,7 @@ pub async fn connect_mcp(registry: &ToolRegistry, config: &HostConfig) -> Vec<Lo
 pub fn mcp_problem(p: &crate::mcp::McpServerProblem) -> LoadProblem {
     LoadProblem {
         source: format!("mcp server '{}'", p.server),
-        message: p.error.to_string(),
+        // The message can quote the server's URL or its errors' URLs: hide credentials.
+        message: crate::tools::redact::scrub_urls(&p.error.to_string()).into_owned(),
     }
 }

@@ -34,8 +34,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            // Errors can quote a plugin's or a server's words: escape them.
-            eprintln!("error: {}", cli::term::text(&format!("{e:#}")));
+            // Errors can quote a plugin's or a server's words: escape them, and hide the
+            // credentials of the URLs they quote.
+            eprintln!("error: {}", cli::term::error(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

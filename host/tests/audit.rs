@@ -6,6 +6,9 @@
 //! argument) must stay one record without the secret, and the good calls around it are
 //! recorded with a result digest recomputed from what the client received. `chat` (driven
 //! by the `fakellm` peer) writes the trail by default too; `call` only with `--audit FILE`.
+//! Credentials in URL query strings are hidden in the trail and wherever the CLI prints or
+//! logs a URL it did not write (an MCP server's URL in `list` warnings, `-v` logs and
+//! errors).
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -309,4 +312,147 @@ fn chat_writes_a_record_per_tool_call_unless_told_not_to() {
     // --no-audit: the same conversation adds nothing.
     assert!(chat(&["--no-audit"]).contains("The sum is 42."));
     assert_eq!(records(&default_file(dir.path())).len(), 1);
+}
+
+/// Every value of the hostile call below that must not reach the audit file.
+const QUERY_SECRETS: &[&str] = &[
+    "pw-hunter2",
+    "userinfo-pw1",
+    "qwerty123",
+    "Zm9vYmFyc2ln",
+    "dsn-pw2",
+    "hdr-tok3n",
+    "AKIAIOSFODNN7EXAMPLE",
+    "amz-cred-4",
+    "amz-sig-5",
+    "note-key-6",
+    "oauth-code-7",
+    "frag-tok-8",
+    "enc-sig-9",
+    "enc-cs-10",
+    "rep-11",
+    "rep-12",
+    "qs-sig-13",
+];
+
+#[test]
+fn serve_audit_hides_credentials_in_url_query_strings() {
+    let Some(dir) = work() else { return };
+    let file = dir.path().join("trail.jsonl");
+    let mut client = serve(dir.path(), &["--audit", file.to_str().unwrap()]);
+    // Hostile: a client sends one call whose arguments hold a dozen kinds of secret; calc's
+    // `add` ignores the extra fields, so the call succeeds and is audited in full.
+    let hostile = client.call(
+        1,
+        "add",
+        json!({
+            "x": 40, "y": 2,
+            "password": "pw-hunter2",
+            "url": "https://bob:userinfo-pw1@example.com/x?access_token=qwerty123&sig=Zm9vYmFyc2ln&user=ann",
+            "dsn": "postgres://app:dsn-pw2@db.example:5432/app",
+            "headers": [["Authorization", "Bearer hdr-tok3n"]],
+            "aws": "AKIAIOSFODNN7EXAMPLE",
+            "signed": "https://b.s3.example/o?X-Amz-Date=20261203T000000Z&X-Amz-Credential=amz-cred-4&X-Amz-Signature=amz-sig-5&X-Amz-Expires=300",
+            "note": "try https://api.example/v1?api_key=note-key-6 or https://h.example/cb?code=oauth-code-7&state=s1#access_token=frag-tok-8&expires_in=60",
+            "encoded": "https://h.example/p?X%2DAmz%2DSignature=enc-sig-9&Client%5FSecret=enc-cs-10",
+            "repeated": "https://h.example/p?token=rep-11&page=2&Token=rep-12",
+            "link": "<a href='https://h.example/d?a=1&amp;signature=qs-sig-13'>",
+        }),
+    );
+    assert_eq!(
+        hostile["result"]["structuredContent"]["result"], 42.0,
+        "{hostile}"
+    );
+    // A good call after it: a URL without credentials is recorded as it is.
+    let plain = "https://example.com/search?q=token&page=2&country_code=US#key-points";
+    let good = client.call(2, "add", json!({"x": 1, "y": 2, "url": plain}));
+    assert_ne!(good["result"]["isError"], true, "{good}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    for s in QUERY_SECRETS {
+        assert!(!text.contains(s), "the audit file leaks {s:?}:\n{text}");
+    }
+    let recs = records(&file);
+    assert_eq!(recs.len(), 2, "{text}");
+    let args = &recs[0].arguments;
+    assert!(recs[0].ok, "{:?}", recs[0]);
+    assert_eq!(
+        args["url"],
+        "https://[REDACTED]@example.com/x?access_token=[REDACTED]&sig=[REDACTED]&user=ann"
+    );
+    assert_eq!(args["dsn"], "postgres://[REDACTED]@db.example:5432/app");
+    assert_eq!(
+        args["signed"],
+        "https://b.s3.example/o?X-Amz-Date=20261203T000000Z&X-Amz-Credential=[REDACTED]\
+         &X-Amz-Signature=[REDACTED]&X-Amz-Expires=300"
+    );
+    assert_eq!(
+        args["note"],
+        "try https://api.example/v1?api_key=[REDACTED] or \
+         https://h.example/cb?code=[REDACTED]&state=s1#access_token=[REDACTED]&expires_in=60"
+    );
+    assert_eq!(
+        args["encoded"],
+        "https://h.example/p?X%2DAmz%2DSignature=[REDACTED]&Client%5FSecret=[REDACTED]"
+    );
+    assert_eq!(
+        args["repeated"],
+        "https://h.example/p?token=[REDACTED]&page=2&Token=[REDACTED]"
+    );
+    assert_eq!(
+        args["link"],
+        "<a href='https://h.example/d?a=1&amp;signature=[REDACTED]'>"
+    );
+    assert!(recs[1].ok, "{:?}", recs[1]);
+    assert_eq!(recs[1].arguments, json!({"x": 1, "y": 2, "url": plain}));
+}
+
+/// An MCP server whose configured URL carries credentials (user-info, `?api_key=`,
+/// `&sig=`) and does not answer: `list`, `list --json` and `list -vv` report the failure
+/// with the URL, never its credentials. The same run lists the plugins that did load.
+#[test]
+fn mcp_server_url_credentials_stay_out_of_warnings_logs_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    // Nothing listens on this port: connecting fails at once, quoting the URL.
+    let port = toolhost_testkit::free_port();
+    let url = format!(
+        "http://ops:url-pw-1@127.0.0.1:{port}/mcp?api_key=url-key-2&sig=url-sig-3&tenant=acme"
+    );
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!("[mcp.servers.leaky]\nurl = \"{url}\"\ntimeout_secs = 10\n"),
+    )
+    .unwrap();
+    let list = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(dir.path())
+            .arg("list")
+            .args(extra)
+            .arg("--config")
+            .arg(dir.path().join("toolhost.toml"))
+            .arg("--plugins")
+            .arg(dir.path().join("plugins"))
+            .env("XDG_DATA_HOME", dir.path())
+            .env_remove("TOOLHOST_PLUGINS")
+            .env_remove("RUST_LOG")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    for extra in [&[][..], &["--json"], &["-vv"]] {
+        let out = list(extra);
+        let shown = toolhost_testkit::show(&out);
+        assert!(!out.status.success(), "{shown}");
+        for s in ["url-pw-1", "url-key-2", "url-sig-3"] {
+            assert!(!shown.contains(s), "{extra:?} leaks {s}:\n{shown}");
+        }
+        assert!(shown.contains("leaky"), "{shown}");
+        // The URL itself is still shown, readable, with its credentials replaced.
+        assert!(
+            shown.contains(&format!(
+                "[REDACTED]@127.0.0.1:{port}/mcp?api_key=[REDACTED]&sig=[REDACTED]&tenant=acme"
+            )),
+            "{extra:?}:\n{shown}"
+        );
+    }
 }

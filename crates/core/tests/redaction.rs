@@ -163,3 +163,115 @@ async fn audit_and_validation_errors_never_carry_secrets() {
         "{text}"
     );
 }
+
+/// Credentials in URL query strings and fragments, in every URL of the arguments (also
+/// inside prose): the values of secret parameters are hidden, every occurrence of a
+/// repeated one, with percent-encoded and mixed-case names, and the rest of each URL stays
+/// readable. A validation error that would quote such a URL masks it. A URL without
+/// credentials passes through untouched.
+#[tokio::test]
+async fn query_string_credentials_are_redacted_in_every_url() {
+    const QUERY_SECRETS: &[&str] = &[
+        "qwerty123",
+        "Zm9vYmFyc2ln",
+        "userinfo-pw1",
+        "amz-cred-2",
+        "amz-sig-3",
+        "note-key-4",
+        "note-key-5",
+        "oauth-code-6",
+        "frag-tok-7",
+        "enc-sig-8",
+        "enc-cs-9",
+        "rep-10",
+        "rep-11",
+        "rep-12",
+        "qs-pw-13",
+        "qs-cs-14",
+        "qs-sig-15",
+        "too-long-16",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let reg = registry(&audit);
+    reg.register(
+        DynamicTool::builder("visit")
+            .description("Visit one short link")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"link": {"type": "string", "maxLength": 20}},
+                "required": ["link"]
+            }))
+            .handler(|_, _| async { Ok(ToolOutput::text("visited")) })
+            .build_dyn(),
+    )
+    .unwrap();
+
+    let hostile = json!({
+        "url": "https://bob:userinfo-pw1@example.com/x?access_token=qwerty123&sig=Zm9vYmFyc2ln&user=ann",
+        "signed": "https://b.s3.example/o?X-Amz-Date=20261203T000000Z&X-Amz-Credential=amz-cred-2&X-Amz-Signature=amz-sig-3&X-Amz-Expires=300",
+        "note": "open https://api.example/v1?api_key=note-key-4&key=note-key-5 then \
+                 https://h.example/cb?code=oauth-code-6&state=s1#access_token=frag-tok-7&expires_in=60.",
+        "encoded": "https://h.example/p?X%2DAmz%2DSignature=enc-sig-8&CLIENT%5FSECRET=enc-cs-9",
+        "repeated": ["https://h.example/p?token=rep-10&page=2&token=rep-11&TOKEN=rep-12"],
+        "login": "https://h.example/login?password=qs-pw-13&client_secret=qs-cs-14&signature=qs-sig-15",
+    });
+    assert!(reg.invoke("connect", hostile).await.is_ok());
+    let inv = reg
+        .invoke(
+            "visit",
+            json!({"link": "https://h.example/?token=too-long-16"}),
+        )
+        .await;
+    let err = inv.output.unwrap_err();
+    assert_eq!(err.kind(), "invalid_arguments");
+    let msg = err.to_string();
+    assert!(!msg.contains("too-long-16"), "{msg}");
+    assert!(msg.contains("/link"), "{msg}");
+
+    // A good call: a URL without credentials is kept as it is.
+    let plain = "https://example.com/search?q=token&page=2&country_code=US#key-points";
+    let inv = reg
+        .invoke("visit", json!({"link": "https://h.example/"}))
+        .await;
+    assert_eq!(inv.output.unwrap().render, "visited");
+    assert!(reg.invoke("connect", json!({"url": plain})).await.is_ok());
+
+    let text = std::fs::read_to_string(&audit).unwrap();
+    for s in QUERY_SECRETS {
+        assert!(!text.contains(s), "audit leaks {s:?}:\n{text}");
+    }
+    let started: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["event"] == "started")
+        .collect();
+    let first = &started[0]["input"];
+    assert_eq!(
+        first["url"],
+        "https://[REDACTED]@example.com/x?access_token=[REDACTED]&sig=[REDACTED]&user=ann"
+    );
+    assert_eq!(
+        first["signed"],
+        "https://b.s3.example/o?X-Amz-Date=20261203T000000Z&X-Amz-Credential=[REDACTED]\
+         &X-Amz-Signature=[REDACTED]&X-Amz-Expires=300"
+    );
+    assert_eq!(
+        first["note"],
+        "open https://api.example/v1?api_key=[REDACTED]&key=[REDACTED] then \
+         https://h.example/cb?code=[REDACTED]&state=s1#access_token=[REDACTED]&expires_in=60."
+    );
+    assert_eq!(
+        first["encoded"],
+        "https://h.example/p?X%2DAmz%2DSignature=[REDACTED]&CLIENT%5FSECRET=[REDACTED]"
+    );
+    assert_eq!(
+        first["repeated"][0],
+        "https://h.example/p?token=[REDACTED]&page=2&token=[REDACTED]&TOKEN=[REDACTED]"
+    );
+    assert_eq!(
+        first["login"],
+        "https://h.example/login?password=[REDACTED]&client_secret=[REDACTED]&signature=[REDACTED]"
+    );
+    assert_eq!(started.last().unwrap()["input"]["url"], plain);
+}

@@ -113,7 +113,8 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         let out = match &inv.output {
             Ok(o) => serde_json::json!({"ok": true, "canonical": o.canonical, "render": o.render,
                 "duration_ms": inv.duration.as_secs_f64() * 1000.0, "truncated": inv.truncated}),
-            Err(e) => serde_json::json!({"ok": false, "error": e.to_string(), "kind": e.kind(),
+            Err(e) => serde_json::json!({"ok": false,
+                "error": toolhost::tools::redact::scrub_urls(&e.to_string()), "kind": e.kind(),
                 "duration_ms": inv.duration.as_secs_f64() * 1000.0}),
         };
         println!("{}", super::term::json(serde_json::to_string_pretty(&out)?));
@@ -127,7 +128,7 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             if !args.json_output {
-                eprintln!("error: {}", super::term::text(&e.to_string()));
+                eprintln!("error: {}", super::term::error(&e.to_string()));
             }
             Ok(ExitCode::FAILURE)
         }

@@ -87,7 +87,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
             "toolhost chat: {} tool(s), model {} at {}. Type a message; /exit or Ctrl-D to quit.",
             registry.len(),
             args.model,
-            args.base_url
+            toolhost::tools::redact::scrub_urls(&args.base_url)
         );
     }
     loop {
@@ -155,7 +155,7 @@ async fn turn(
                 if mid_line {
                     let _ = writeln!(out);
                 }
-                eprintln!("error: {}", super::term::text(&e.to_string()));
+                eprintln!("error: {}", super::term::error(&e.to_string()));
                 if let LlmError::MaxTurns { .. } = e {
                     eprintln!("hint: raise --max-turns, or ask for less at once");
                 }

@@ -7,7 +7,11 @@
 //!   `toolhost::tools::escape`. JSON output needs none of this: serde escapes controls.
 //! - Logs go to stderr through [`LogWriter`], which never panics and drops what it cannot
 //!   write (a full non-blocking pipe, a closed one), with ANSI colours only when stderr
-//!   is a terminal and `NO_COLOR` is unset.
+//!   is a terminal and `NO_COLOR` is unset. Log lines and error messages quote URLs that
+//!   toolhost did not write (configured MCP servers, upstream errors): both hide the
+//!   URLs' credentials (user-info, secret query parameters) with
+//!   `toolhost::tools::redact::scrub_urls` (rule: `docs/security.md`, "Secrets in the
+//!   audit log and in error texts").
 //! - Printing into a closed pipe (`toolhost list --json | head -1`) ends the process
 //!   quietly with the conventional status 141 (128 + SIGPIPE) instead of a panic
 //!   message: see [`exit_quietly_on_broken_pipe`].
@@ -25,6 +29,12 @@ pub fn text(s: &str) -> Cow<'_, str> {
 /// escaped too, so a value cannot forge extra rows.
 pub fn cell(s: &str) -> Cow<'_, str> {
     toolhost::tools::escape::escape_line(s)
+}
+
+/// An error message for the terminal: [`text`], after hiding the credentials of the URLs
+/// it quotes (`https://[REDACTED]@host`, `?access_token=[REDACTED]`).
+pub fn error(s: &str) -> String {
+    text(&toolhost::tools::redact::scrub_urls(s)).into_owned()
 }
 
 /// Serialised JSON for the terminal. serde already escapes C0 controls (ESC, CR) inside
@@ -88,14 +98,23 @@ pub fn stderr_colours() -> bool {
 
 /// A `tracing` writer to stderr that never fails and never panics. A log line that cannot
 /// be written (`EAGAIN` on a non-blocking pipe someone else shares, `EPIPE` on a closed
-/// one) is dropped: logs must never take the process down.
+/// one) is dropped: logs must never take the process down. The credentials of URLs in a
+/// line are hidden (`toolhost::tools::redact::scrub_urls`): tracing's formatter hands over
+/// one whole event per `write`, so a URL is never split between two calls.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LogWriter;
 
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let scrubbed = match std::str::from_utf8(buf) {
+            Ok(line) => match toolhost::tools::redact::scrub_urls(line) {
+                std::borrow::Cow::Owned(clean) => Some(clean),
+                std::borrow::Cow::Borrowed(_) => None,
+            },
+            Err(_) => None,
+        };
         let mut err = std::io::stderr().lock();
-        let mut rest = buf;
+        let mut rest = scrubbed.as_deref().map_or(buf, str::as_bytes);
         // A few retries for a pipe that is momentarily full; then give up on this line.
         let mut tries = 0;
         while !rest.is_empty() {

@@ -18,6 +18,17 @@
 //!   (`https://user:pw@host` keeps the host: `https://[REDACTED]@host`), PEM private keys,
 //!   provider tokens with a known prefix (`sk-`, `ghp_`, `xoxb-`, `AKIA`, ...) and long
 //!   high-entropy tokens (32+ characters mixing upper case, lower case and digits).
+//! - **by query parameter**, in every URL inside any string: after a `?` or a `#` (query
+//!   and fragment: OAuth puts tokens in both), each `name=value` parameter (separated by
+//!   `&`, `;`, `?` or `#`, up to the end of the URL) whose percent-decoded name is secret
+//!   keeps its name and loses its value: `?access_token=[REDACTED]&user=ann`. Names follow
+//!   the key rules above, plus [`SECRET_QUERY_WORDS`] (`sig`, `signature`: signed URLs)
+//!   and a name that is exactly `code` (the OAuth authorization code); see
+//!   [`is_secret_query_key`]. Every occurrence of a repeated parameter is hidden.
+//!
+//! [`scrub_urls`] applies only the two URL rules (user-info and query parameters): the CLI
+//! passes its log lines and error messages through it, since they quote URLs that
+//! toolhost did not write (configured MCP servers, upstream errors).
 //!
 //! Redaction errs on the side of hiding: a harmless `key` or `session` field is hidden too.
 //! A redacted value is never echoed, not even in an error message (see
@@ -53,6 +64,12 @@ pub const SECRET_KEY_WORDS: &[&str] = &[
     "pass", "pwd", "pw", "auth", "oauth", "bearer", "private", "session", "key", "pin", "otp",
     "sid", "jwt", "csrf", "xsrf", "cvv", "mfa", "totp",
 ];
+
+/// Whole words of a URL query parameter name that mark it secret, on top of the key rules
+/// ([`SECRET_KEY_WORDS`], [`SECRET_KEY_MARKERS`]): the signature of a signed URL (`sig` of
+/// Azure SAS, `Signature` of CloudFront, `X-Amz-Signature`, `X-Goog-Signature`). They stay
+/// out of the key rules because an argument named `signature` is as often a function's.
+pub const SECRET_QUERY_WORDS: &[&str] = &["sig", "signature"];
 
 /// Prefixes of provider tokens (OpenAI/Stripe `sk-`/`sk_live_`, GitHub `ghp_` & co, Slack
 /// `xox?-`, GitLab `glpat-`, AWS `AKIA`/`ASIA`, Google `AIza`, npm, Hugging Face, PyPI).
@@ -118,6 +135,121 @@ pub fn is_secret_key(key: &str) -> bool {
     }
     let joined: String = words.concat();
     SECRET_KEY_MARKERS.iter().any(|m| joined.contains(m))
+}
+
+/// Whether a URL query (or fragment) parameter name names a secret: its percent-decoded
+/// form (`+` as a space) is a secret key ([`is_secret_key`]), has a word in
+/// [`SECRET_QUERY_WORDS`], or is exactly `code` (the OAuth authorization code, a one-time
+/// credential; as an argument name `code` is usually source code, so only here).
+/// Case-insensitive, like the key rules: `X%2DAmz%2DSignature` is secret.
+pub fn is_secret_query_key(name: &str) -> bool {
+    // `form_urlencoded` decodes exactly as a server reads a query (`%XX`, `+`); `name`
+    // holds no `&` or `=` (the caller split them off), so it parses as one pair.
+    let decoded = url::form_urlencoded::parse(name.as_bytes())
+        .next()
+        .map(|(k, _)| k)
+        .unwrap_or_default();
+    if decoded.trim().eq_ignore_ascii_case("code") || is_secret_key(&decoded) {
+        return true;
+    }
+    key_words(&decoded)
+        .iter()
+        .any(|w| SECRET_QUERY_WORDS.contains(&w.as_str()))
+}
+
+/// Where a URL ends inside text: whitespace, control characters, quotes, angle brackets,
+/// backticks and backslashes (none of them may appear unencoded in a URL; a backslash
+/// ends a URL inside escaped JSON or a Debug-quoted string).
+fn ends_url(b: u8) -> bool {
+    b.is_ascii_whitespace()
+        || b.is_ascii_control()
+        || matches!(b, b'"' | b'\'' | b'<' | b'>' | b'`' | b'\\')
+}
+
+/// Separates query or fragment parameters (`;` is the old alternative to `&`; a `?` or
+/// `#` inside a query starts more parameters as far as a reader is concerned).
+fn splits_params(b: u8) -> bool {
+    matches!(b, b'&' | b';' | b'?' | b'#')
+}
+
+/// Replaces the values of secret query and fragment parameters (see the module docs).
+///
+/// Hand-written rather than `url::Url::parse`: URLs sit inside free text (prose, log
+/// lines, JSON quoted in a string), often relative or malformed, and the rest of the text
+/// must come back byte for byte. One left-to-right pass over the bytes (every delimiter
+/// is ASCII, so each cut is a char boundary): linear in the input, no backtracking.
+fn scrub_url_query(s: &str) -> Cow<'_, str> {
+    let bytes = s.as_bytes();
+    if !bytes.iter().any(|&b| b == b'?' || b == b'#') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::new();
+    let mut last = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'?' && bytes[i] != b'#' {
+            i += 1;
+            continue;
+        }
+        // Parameters, each starting after a separator, until the URL ends.
+        let mut sep = i;
+        loop {
+            let start = sep + 1;
+            let end = bytes[start..]
+                .iter()
+                .position(|&b| splits_params(b) || ends_url(b))
+                .map_or(bytes.len(), |n| start + n);
+            let param = &s[start..end];
+            if let Some(eq) = param.find('=') {
+                let value = &param[eq + 1..];
+                if !value.is_empty() && value != REDACTED && is_secret_query_key(&param[..eq]) {
+                    out.push_str(&s[last..start + eq + 1]);
+                    out.push_str(REDACTED);
+                    last = end;
+                }
+            }
+            if end >= bytes.len() || !splits_params(bytes[end]) {
+                i = end;
+                break;
+            }
+            sep = end;
+        }
+    }
+    if last == 0 {
+        return Cow::Borrowed(s);
+    }
+    out.push_str(&s[last..]);
+    Cow::Owned(out)
+}
+
+/// Hides the credentials of every URL inside `s` and nothing else: user-info
+/// (`https://[REDACTED]@host`) and the values of secret query and fragment parameters
+/// (`?access_token=[REDACTED]&user=ann`). For text toolhost prints or logs that quotes
+/// URLs it did not write; [`scrub_text`] does this and more. Borrowed when nothing changed.
+///
+/// Like [`scrub_text`], passes repeat until nothing changes (at most four): a value
+/// replaced in the query can join an earlier authority to an `@` after it.
+pub fn scrub_urls(s: &str) -> Cow<'_, str> {
+    let once = |t: &str| -> Option<String> {
+        let user = scrub_url_userinfo(t);
+        if let Cow::Owned(o) = scrub_url_query(&user) {
+            return Some(o);
+        }
+        match user {
+            Cow::Owned(o) => Some(o),
+            Cow::Borrowed(_) => None,
+        }
+    };
+    let Some(mut out) = once(s) else {
+        return Cow::Borrowed(s);
+    };
+    for _ in 0..3 {
+        match once(&out) {
+            Some(o) => out = o,
+            None => break,
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// Whether the whole string `s` looks like a credential (or contains one): true exactly
@@ -294,6 +426,10 @@ fn scrub_once(s: &str) -> Cow<'_, str> {
     let url: Cow<'_, str> = match url {
         Some(o) => Cow::Owned(o),
         None => pem,
+    };
+    let url: Cow<'_, str> = match scrub_url_query(&url) {
+        Cow::Owned(o) => Cow::Owned(o),
+        Cow::Borrowed(_) => url,
     };
     let mut out = String::new();
     let mut changed = false;
@@ -540,6 +676,122 @@ mod tests {
             "[REDACTED]",
         ] {
             assert!(matches!(scrub_text(s), Cow::Borrowed(_)), "{s}");
+        }
+    }
+
+    #[test]
+    fn query_and_fragment_credentials() {
+        let cases = [
+            (
+                "https://example.com/x?access_token=qwerty123&sig=Zm9vYmFyc2ln&user=ann",
+                "https://example.com/x?access_token=[REDACTED]&sig=[REDACTED]&user=ann",
+            ),
+            (
+                "see https://s3.example/b/o?X-Amz-Credential=AK%2F1&X-Amz-Signature=abc&X-Amz-Expires=60 now",
+                "see https://s3.example/b/o?X-Amz-Credential=[REDACTED]&X-Amz-Signature=[REDACTED]&X-Amz-Expires=60 now",
+            ),
+            // Percent-encoded and mixed-case names; `+` is a space in a query.
+            (
+                "/cb?X%2DAmz%2DSignature=s1&API%5FKEY=k1&Client+Secret=c1&q=a+b",
+                "/cb?X%2DAmz%2DSignature=[REDACTED]&API%5FKEY=[REDACTED]&Client+Secret=[REDACTED]&q=a+b",
+            ),
+            // Repeated parameters: every one.
+            (
+                "http://h/?token=a&token=b&page=2&token=c",
+                "http://h/?token=[REDACTED]&token=[REDACTED]&page=2&token=[REDACTED]",
+            ),
+            // Fragments (OAuth implicit flow) and `;` separators, with user-info too.
+            (
+                "https://bob:pw@app.example/cb?code=c0de&state=xyz#access_token=t0k&expires_in=3600",
+                "https://[REDACTED]@app.example/cb?code=[REDACTED]&state=xyz#access_token=[REDACTED]&expires_in=3600",
+            ),
+            (
+                "a?key=1;password=2;x=3",
+                "a?key=[REDACTED];password=[REDACTED];x=3",
+            ),
+            // Inside JSON quoted in a string, and HTML's `&amp;`.
+            (
+                r#"{"u":"https://h/p?apikey=zz","v":1}"#,
+                r#"{"u":"https://h/p?apikey=[REDACTED]","v":1}"#,
+            ),
+            (
+                "<a href='/x?a=1&amp;signature=abc'>",
+                "<a href='/x?a=1&amp;signature=[REDACTED]'>",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(scrub_urls(input), want, "{input}");
+            assert_eq!(scrub_text(input), want, "{input}");
+        }
+        // Nothing secret: borrowed back untouched, whatever the shape.
+        for s in [
+            "https://example.com/search?q=token&page=2&code_style=x#section-key",
+            "what? really# yes",
+            "?",
+            "#=&=?",
+            "https://h/?token=&code",
+            "a?token=[REDACTED]",
+            "https://h/x?country_code=US&keyword=monkey",
+        ] {
+            assert!(matches!(scrub_urls(s), Cow::Borrowed(_)), "{s}");
+            assert!(matches!(scrub_text(s), Cow::Borrowed(_)), "{s}");
+        }
+        for k in [
+            "code",
+            "CODE",
+            "sig",
+            "Signature",
+            "X-Goog-Signature",
+            "access%5Ftoken",
+        ] {
+            assert!(is_secret_query_key(k), "{k}");
+        }
+        for k in ["q", "page", "country_code", "state", "user", "%ZZ"] {
+            assert!(!is_secret_query_key(k), "{k}");
+        }
+    }
+
+    /// Scrubbing is idempotent and never panics on URL-shaped noise: random strings over
+    /// the characters the URL rules look at (a small deterministic stand-in for the
+    /// `redact_escape` fuzz target).
+    #[test]
+    fn url_scrubbing_is_idempotent_on_url_noise() {
+        const PIECES: &[&str] = &[
+            "?",
+            "#",
+            "&",
+            ";",
+            "=",
+            "://",
+            "@",
+            "/",
+            ":",
+            " ",
+            "\"",
+            "token",
+            "sig",
+            "code",
+            "user",
+            "[REDACTED]",
+            "%2D",
+            "%",
+            "x",
+            "é",
+            "\\",
+            "h.example",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            for _ in 0..(seed >> 60) + 1 {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                text.push_str(PIECES[(seed >> 33) as usize % PIECES.len()]);
+            }
+            let once = scrub_urls(&text).into_owned();
+            assert_eq!(scrub_urls(&once), once, "{text:?}");
+            let once = scrub_text(&text).into_owned();
+            assert_eq!(scrub_text(&once), once, "{text:?}");
         }
     }
 

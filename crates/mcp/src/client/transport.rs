@@ -26,7 +26,8 @@ use crate::stdio::{ChildState, LineGuard, codec_max_line, pump_stderr, resolve_c
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// How to reach an MCP server. Its `Debug` hides the values of HTTP headers (they carry
-/// credentials such as the bearer token) and of the child's environment.
+/// credentials such as the bearer token) and of the child's environment, and the
+/// credentials of the URL (user-info, secret query parameters).
 #[derive(Clone, PartialEq, Eq)]
 pub enum McpTransport {
     /// Start a child process and talk JSON-RPC over its stdin/stdout.
@@ -89,7 +90,7 @@ impl std::fmt::Debug for McpTransport {
                 .finish(),
             McpTransport::StreamableHttp { url, headers } => f
                 .debug_struct("StreamableHttp")
-                .field("url", url)
+                .field("url", &toolhost_core::tools::redact::scrub_urls(url))
                 .field("headers", &headers.as_deref().map(names))
                 .finish(),
         }
@@ -352,9 +353,13 @@ impl McpClient {
                                 challenge,
                             });
                         }
+                        // The URL and the HTTP client's error (which quotes it) may carry
+                        // credentials in user-info or the query: hidden.
+                        let message = format!("{e} (url {url})");
                         return Err(McpClientError::Handshake {
                             server,
-                            message: format!("{e} (url {url})"),
+                            message: toolhost_core::tools::redact::scrub_urls(&message)
+                                .into_owned(),
                         });
                     }
                     Err(_) => {
