@@ -343,7 +343,7 @@ fn a_client_opening_sessions_without_end_cannot_lock_another_client_out() {
     assert!(up, "toolhost serve --http did not start listening");
 
     // The working client's round: initialize, list, call, end the session.
-    let round = || -> Result<(), String> {
+    let round = move || -> Result<(), String> {
         let (status, head, body) = mcp_request(port, WORKER, "POST", None, INITIALIZE);
         if status != 200 {
             return Err(format!("initialize: {status} {body}"));
