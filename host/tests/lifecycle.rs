@@ -84,9 +84,15 @@ impl Work {
     }
 }
 
-/// `toolhost serve --stdio` in the work folder, driven over raw JSON-RPC lines.
+/// `toolhost serve --stdio` in the work folder, driven over raw JSON-RPC lines, with
+/// `--list-wait 0s`: a `tools/list` during the load answers at once with what is ready,
+/// so these tests see the load from outside while it happens (the default wait, which
+/// lists a quick load whole, is tested in tests/cli.rs).
 fn serve_stdio(work: &Work) -> StdioClient {
-    StdioClient::spawn(work.command(&["serve", "--stdio"]).stderr(Stdio::inherit()))
+    StdioClient::spawn(
+        work.command(&["serve", "--stdio", "--list-wait", "0s"])
+            .stderr(Stdio::inherit()),
+    )
 }
 
 const LIST_CHANGED: &str = "notifications/tools/list_changed";
@@ -185,12 +191,19 @@ fn http_clients_learn_of_late_tools_through_list_changed() {
         }
     }
     let mut server = Kill(
-        work.command(&["serve", "--http", &format!("127.0.0.1:{port}")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
+        // `--list-wait 0s`: see `serve_stdio`.
+        work.command(&[
+            "serve",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--list-wait",
+            "0s",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap(),
     );
     // It binds before loading anything.
     let mut up = false;

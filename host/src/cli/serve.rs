@@ -89,6 +89,12 @@ pub struct ServeArgs {
     /// initialize again). Same format as --header-timeout.
     #[arg(long, value_name = "TIME", default_value = "300s", value_parser = parse_duration)]
     session_idle: Duration,
+    /// How long a `tools/list` sent while the tools are still loading waits for the load
+    /// before it answers with what is ready (`list_changed` announces the rest). A warm
+    /// start loads in tens of milliseconds; `0s` answers at once. Same format as
+    /// --header-timeout.
+    #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
+    list_wait: Duration,
     /// Worker threads of the async runtime. Default: 1 for stdio, one per CPU for HTTP.
     ///
     /// One thread serves a single stdio client with the lowest and steadiest latency: on
@@ -251,7 +257,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .await;
         }
     });
-    let server = McpServer::new(registry).with_gateway(gateway);
+    let server = McpServer::new(registry)
+        .with_gateway(gateway)
+        .with_list_wait(args.list_wait);
     match args.http {
         Some(addr) => {
             let stop = StopToken::new();
