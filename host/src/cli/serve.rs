@@ -93,7 +93,7 @@ pub struct ServeArgs {
     /// before it answers with what is ready (`list_changed` announces the rest). A warm
     /// start loads in tens of milliseconds; `0s` answers at once. Same format as
     /// --header-timeout.
-    #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_wait)]
     list_wait: Duration,
     /// Worker threads of the async runtime. Default: 1 for stdio, one per CPU for HTTP.
     ///
@@ -135,6 +135,35 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("`{text}`: the duration must be positive"));
     }
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{text}`: {e}"))
+}
+
+/// Like [`parse_duration`], but zero (`0s`, `0`) is allowed: no wait at all.
+fn parse_wait(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let unit_at = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(unit_at);
+    if matches!(unit, "" | "ms" | "s" | "m") && num.parse::<f64>().is_ok_and(|n| n == 0.0) {
+        return Ok(Duration::ZERO);
+    }
+    parse_duration(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_may_be_zero_a_timeout_may_not() {
+        for zero in ["0", "0s", "0ms", "0.0s", " 0m "] {
+            assert_eq!(parse_wait(zero), Ok(Duration::ZERO), "{zero}");
+            assert!(parse_duration(zero).is_err(), "{zero}");
+        }
+        assert_eq!(parse_wait("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_wait("0x").is_err());
+        assert!(parse_wait("-1s").is_err());
+    }
 }
 
 /// The bearer tokens of `serve --http`: the `--auth-token-file` files (else the config's
