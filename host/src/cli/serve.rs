@@ -150,22 +150,6 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
     parse_duration(text)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_wait_may_be_zero_a_timeout_may_not() {
-        for zero in ["0", "0s", "0ms", "0.0s", " 0m "] {
-            assert_eq!(parse_wait(zero), Ok(Duration::ZERO), "{zero}");
-            assert!(parse_duration(zero).is_err(), "{zero}");
-        }
-        assert_eq!(parse_wait("250ms"), Ok(Duration::from_millis(250)));
-        assert!(parse_wait("0x").is_err());
-        assert!(parse_wait("-1s").is_err());
-    }
-}
-
 /// The bearer tokens of `serve --http`: the `--auth-token-file` files (else the config's
 /// `[serve] auth_token_file`), plus `TOOLHOST_SERVE_TOKEN`. Empty when none is configured.
 fn bearer_tokens(
@@ -342,4 +326,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_may_be_zero_a_timeout_may_not() {
+        for zero in ["0", "0s", "0ms", "0.0s", " 0m "] {
+            assert_eq!(parse_wait(zero), Ok(Duration::ZERO), "{zero}");
+            assert!(parse_duration(zero).is_err(), "{zero}");
+        }
+        assert_eq!(parse_wait("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_wait("0x").is_err());
+        assert!(parse_wait("-1s").is_err());
+    }
 }
