@@ -509,7 +509,8 @@ mod tests {
         assert_eq!(p.write.len(), 1);
         assert_eq!(p.missing.len(), 1);
         assert_eq!(p.missing[0].path, root.path().join("gone"));
-        // Read needs the missing `read` folder; Write and pure tools do not.
+        // Read needs the missing `read` folder, and so does Write (a Write tool is given
+        // the read folders too); Network-only and pure tools do not.
         let why = p
             .missing_refusal(&[Permission::Read])
             .unwrap_or_else(|| panic!("Read needs ./gone"));
@@ -520,7 +521,8 @@ mod tests {
                 && why.contains("p.toml"),
             "{why}"
         );
-        assert_eq!(p.missing_refusal(&[Permission::Write]), None);
+        assert!(p.missing_refusal(&[Permission::Write]).is_some());
+        assert_eq!(p.missing_refusal(&[Permission::Network]), None);
         assert_eq!(p.missing_refusal(&[]), None);
         // A file where a folder is requested stays an error.
         std::fs::write(root.path().join("f"), "").unwrap_or_else(|e| panic!("{e}"));
