@@ -308,9 +308,30 @@ fn install_route(plugins: &Path) -> Result {
             ))
         }
     };
-    let plugins = plugins.display().to_string();
+    // A plugins folder of the user's own, outside the checkout, with one example (the
+    // large JS and Python examples would only add their compile time here).
+    let user_plugins = outside.join("plugins");
+    std::fs::create_dir_all(&user_plugins)
+        .map_err(|e| format!("{}: {e}", user_plugins.display()))?;
+    for file in ["calc.wasm", "calc.toml"] {
+        std::fs::copy(plugins.join(file), user_plugins.join(file))
+            .map_err(|e| format!("cannot copy {file}: {e}"))?;
+    }
+    let user_plugins = user_plugins.display().to_string();
     let result = check(&["--version"], "wasmtime")
-        .and_then(|()| check(&["list", "--plugins", &plugins], "add"))
+        .and_then(|()| check(&["list", "--plugins", &user_plugins], "add"))
+        .and_then(|()| {
+            check(
+                &[
+                    "call",
+                    "add",
+                    r#"{"x": 20, "y": 22}"#,
+                    "--plugins",
+                    &user_plugins,
+                ],
+                "42",
+            )
+        })
         .and_then(|()| check(&["completions", "bash"], "toolhost"));
     let _ = std::fs::remove_dir_all(&outside);
     result
