@@ -269,10 +269,10 @@ fn test_steps(extra: &[String]) -> Result {
 /// The README's way to get the binary outside this repository, as far as CI can afford
 /// it: the binary `cargo test` built (`--locked`, from the same sources and lock file
 /// as `cargo install --locked --path host`) is put in a scratch root's `bin/` and run from
-/// a folder outside the checkout: `--version`, `list` on the example plugins, and a
-/// completion script. (A real `cargo install` resolves the features of `toolhost` alone,
-/// without the tests' tokio `test-util`, and would rebuild half the dependency tree:
-/// minutes of every run for the same sources. `docs/ci.md` has its measured time.)
+/// a folder outside the checkout, with a plugins folder of its own: `--version`, `list`,
+/// `call add` and a completion script. (A real `cargo install` resolves the features of
+/// `toolhost` alone, without the tests' tokio `test-util`, and would rebuild everything
+/// that depends on tokio: minutes of every run for the same sources; `docs/ci.md`.)
 fn install_route(plugins: &Path) -> Result {
     step("install route: the toolhost binary in a bin/ of its own, run from outside the checkout");
     let install_root = root().join("target").join("install-route");
