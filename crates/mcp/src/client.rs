@@ -446,10 +446,27 @@ impl McpClient {
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = arguments;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match peer
+        // The call is in flight from the moment its request may reach the server: a fast
+        // server asks its question back (elicitation, sampling) before `send_request`
+        // returns the progress token rmcp picked. So the call's route is filed under a
+        // token of toolhost's own first (not one rmcp hands out: a string, where rmcp's
+        // are numbers) and moved to rmcp's token in one step under the lock.
+        let route = || Route {
+            ctx: ctx.clone(),
+            reported: false,
+            answered: false,
+        };
+        let pending = Pending::file(&self.shared.progress, route());
+        let sent = peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(self.cfg.timeout))
-            .await
-        {
+            .await;
+        if let Ok(h) = &sent {
+            let mut map = self.shared.progress.lock().unwrap_or_else(|e| e.into_inner());
+            let filed = map.remove(&pending.token);
+            map.insert(h.progress_token.clone(), filed.unwrap_or_else(route));
+        }
+        drop(pending);
+        let handle = match sent {
             Ok(h) => h,
             Err(e) => return Err(self.request_error(e, &what).await),
         };
@@ -460,18 +477,6 @@ impl McpClient {
             progress: self.shared.progress.clone(),
             grace: false,
         };
-        self.shared
-            .progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                handle.progress_token.clone(),
-                Route {
-                    ctx: ctx.clone(),
-                    reported: false,
-                    answered: false,
-                },
-            );
         let result = tokio::select! {
             r = handle.await_response() => r,
             _ = ctx.cancellation_token().cancelled() => {
@@ -527,6 +532,42 @@ impl McpClient {
     /// Cancelled by [`McpClient::close`] (ends the registry sync).
     pub(crate) fn stop_token(&self) -> CancellationToken {
         self.shared.stop.clone()
+    }
+}
+
+/// The route of a call whose request is being sent, filed under a progress token of
+/// toolhost's own (`toolhost-pending-N`, unique in this process) until rmcp's token is
+/// known (see `call_tool_once`); forgotten when dropped, so a call given up while sending
+/// leaves nothing in flight.
+struct Pending {
+    progress: Arc<Mutex<HashMap<ProgressToken, Route>>>,
+    token: ProgressToken,
+}
+
+impl Pending {
+    fn file(progress: &Arc<Mutex<HashMap<ProgressToken, Route>>>, route: Route) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let token = ProgressToken(rmcp::model::NumberOrString::String(
+            format!("toolhost-pending-{n}").into(),
+        ));
+        progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token.clone(), route);
+        Pending {
+            progress: progress.clone(),
+            token,
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.token);
     }
 }
 

@@ -65,12 +65,7 @@ impl Approver for TerminalApprover {
             };
         }
         let console = self.console.clone();
-        let question = format!(
-            "  ? {} wants to run {} {}\n    allow [o]nce, for this [s]ession, [a]lways, or [d]eny (d REASON)? ",
-            super::term::cell(&request.reason),
-            super::term::cell(&request.tool),
-            one_line(&request.arguments.to_string(), 200)
-        );
+        let question = question(request);
         tokio::task::spawn_blocking(move || {
             let _guard = console.lock().unwrap_or_else(|e| e.into_inner());
             eprint!("{question}");
@@ -84,6 +79,20 @@ impl Approver for TerminalApprover {
         .await
         .unwrap_or_else(|_| ApprovalDecision::Deny.into())
     }
+}
+
+/// The approval question. It opens with `  ? toolhost approval:`, which a wrapped MCP
+/// server's question at the same terminal cannot: those open with `  ? MCP server [NAME]`
+/// and show the server's text only behind a gutter (`super::elicit`). Tool name, reason
+/// and arguments are escaped onto one line each.
+fn question(request: &ApprovalRequest) -> String {
+    format!(
+        "  ? {} run {} {}\n    ({})\n    allow [o]nce, for this [s]ession, [a]lways, or [d]eny (d REASON)? ",
+        toolhost::mcp::attribution::APPROVAL_MARKER,
+        super::term::cell(&request.tool),
+        one_line(&request.arguments.to_string(), 200),
+        one_line(&request.reason, 300),
+    )
 }
 
 /// Denies, telling the operator how to approve ahead of time (`what` says why nobody can

@@ -60,6 +60,31 @@ fn read_line(input: &mut impl BufRead) -> Option<String> {
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
+/// The question as the terminal shows it. toolhost's own prompts open with `  ? toolhost
+/// approval:` (`super::approver`); a wrapped server's question opens with a header naming
+/// the server, and its message follows one line at a time behind a `│` gutter, so no text
+/// of the server's can start a line of its own, whatever newlines it holds. The message
+/// was already tagged and escaped per line (`toolhost::mcp::attribution`); it is escaped
+/// again here for the terminal and cut to [`MAX_MESSAGE`] bytes.
+fn question(server: &str, message: &str) -> String {
+    let mut shown = toolhost::tools::render::head(message, MAX_MESSAGE).to_string();
+    if shown.len() < message.len() {
+        shown.push('…');
+    }
+    let mut q = format!(
+        "  ? MCP server {} asks you (not toolhost; toolhost's own questions start with \
+         \"{}\"):\n",
+        toolhost::mcp::attribution::tag(server),
+        toolhost::mcp::attribution::APPROVAL_MARKER
+    );
+    for line in shown.lines() {
+        q.push_str("    │ ");
+        q.push_str(&super::term::cell(line));
+        q.push('\n');
+    }
+    q
+}
+
 /// Asks the elicitation of `server` on `out`, reading answers from `input`.
 pub fn ask(
     server: &str,
@@ -67,7 +92,6 @@ pub fn ask(
     input: &mut impl BufRead,
     out: &mut impl Write,
 ) -> ElicitResult {
-    let server = super::term::cell(server);
     let (message, schema) = match params {
         ElicitRequestParams::FormElicitationParams {
             message,
@@ -77,8 +101,9 @@ pub fn ask(
         _ => {
             let _ = writeln!(
                 out,
-                "  ✗ MCP server {server} asked for something other than a form (such as \
-                 sending you to a web page); toolhost shows only forms: declined"
+                "  ✗ MCP server {} asked for something other than a form (such as \
+                 sending you to a web page); toolhost shows only forms: declined",
+                toolhost::mcp::attribution::tag(server)
             );
             return ElicitResult::new(ElicitationAction::Decline);
         }
@@ -91,20 +116,17 @@ pub fn ask(
         Err(e) => {
             let _ = writeln!(
                 out,
-                "  ✗ MCP server {server} asked for a form toolhost cannot show ({}): declined",
+                "  ✗ MCP server {} asked for a form toolhost cannot show ({}): declined",
+                toolhost::mcp::attribution::tag(server),
                 super::term::cell(&e)
             );
             return ElicitResult::new(ElicitationAction::Decline);
         }
     };
-    let mut shown = toolhost::tools::render::head(&message, MAX_MESSAGE).to_string();
-    if shown.len() < message.len() {
-        shown.push('…');
-    }
     let _ = write!(
         out,
-        "  ? MCP server {server} asks: {}\n    [a]nswer, [d]ecline or [c]ancel? ",
-        super::term::text(&shown)
+        "{}    [a]nswer, [d]ecline or [c]ancel? ",
+        question(server, &message)
     );
     let _ = out.flush();
     let Some(choice) = read_line(input) else {
@@ -209,6 +231,35 @@ mod tests {
         // Five wrong answers cancel.
         let (r, _) = run(schema, &"a\nx\n".repeat(10));
         assert_eq!(r.action, ElicitationAction::Cancel);
+    }
+
+    #[test]
+    fn a_servers_lines_never_start_a_line_of_their_own() {
+        let forged = "[s] toolhost approval: run wipe {}\n  ? toolhost approval: run wipe\r\n\
+                      \u{2028}? toolhost approval:\n\n";
+        let q = question("s", forged);
+        let mut lines = q.lines();
+        assert_eq!(
+            lines.next(),
+            Some(
+                "  ? MCP server [s] asks you (not toolhost; toolhost's own questions start \
+                 with \"toolhost approval:\"):"
+            )
+        );
+        let rest: Vec<&str> = lines.collect();
+        assert_eq!(rest.len(), 4, "{q}");
+        for line in rest {
+            assert!(line.starts_with("    │ "), "{line:?}");
+            assert!(
+                !line.contains('\r') && !line.contains('\u{2028}'),
+                "{line:?}"
+            );
+        }
+        // A name that is not plain is quoted, so it cannot close the bracket itself.
+        assert!(
+            question("a] toolhost approval: [b", "x")
+                .starts_with("  ? MCP server [\"a] toolhost approval: [b\"] asks")
+        );
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //!   `\u{9b}` for C1);
 //! - bidi embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) and the
 //!   invisible direction marks (U+200E, U+200F, U+061C) become `\u{202e}` and the like;
+//! - the Unicode line and paragraph separators (U+2028, U+2029), which some terminals and
+//!   most editors break a line at, become `\u{2028}`, `\u{2029}`, so a line of untrusted
+//!   text cannot start another line that looks like the host's own;
 //! - `\n` and `\t` are kept by [`escape_text`] (multi-line output) and escaped by
 //!   [`escape_line`] (one table cell, one log line).
 //!
@@ -26,7 +29,7 @@ pub fn is_terminal_unsafe(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
         | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-        | '\u{200e}' | '\u{200f}' | '\u{061c}')
+        | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{2028}' | '\u{2029}')
 }
 
 fn escape(s: &str, keep_newlines: bool) -> Cow<'_, str> {
@@ -84,5 +87,8 @@ mod tests {
         assert_eq!(escape_text("a\nb\tc"), "a\nb\tc");
         assert_eq!(escape_line("a\nb\tc"), "a\\nb\\tc");
         assert!(matches!(escape_line("plain é ✓"), Cow::Borrowed(_)));
+        // The Unicode line and paragraph separators never break a line, in either form.
+        assert_eq!(escape_text("a\u{2028}b\u{2029}"), "a\\u{2028}b\\u{2029}");
+        assert_eq!(escape_line("a\u{2028}b"), "a\\u{2028}b");
     }
 }
