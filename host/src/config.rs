@@ -135,9 +135,11 @@ impl Default for AuditConfig {
 /// [trust]
 /// keys = ["RWQ..."]                    # minisign public keys whose signatures `install` accepts
 /// require_approval = "capabilities"    # or "all": unapproved plugins and unpinned MCP tools do not load
-/// accept_compatible_updates = true     # a changed file within its approval is accepted and recorded
+/// # accept_compatible_updates: unset (the default), a changed plugin file within its
+/// # approval keeps it only when signed by its recorded signer; true: signed or not;
+/// # false: every change is held until approved again
 /// ```
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrustConfig {
     /// Trusted minisign public keys (the base64 line of a `.pub` file).
@@ -146,31 +148,36 @@ pub struct TrustConfig {
     /// What an unapproved plugin may do.
     #[serde(default)]
     pub require_approval: RequireApproval,
-    /// Accept a changed plugin file whose request is within its approval and whose tool
-    /// definitions are unchanged (its new digest is recorded in the lock).
-    #[serde(default = "yes")]
-    pub accept_compatible_updates: bool,
+    /// Whether a changed plugin file whose request is within its approval and whose tool
+    /// definitions are unchanged keeps its approval (its new digest is then recorded in
+    /// the lock): unset, only when its package is signed by the signer the lock records
+    /// ([`toolhost_trust::UpdateRule::Signed`]); `true`, signed or not; `false`, never.
+    #[serde(default)]
+    pub accept_compatible_updates: Option<bool>,
 }
 
 fn yes() -> bool {
     true
 }
 
-impl Default for TrustConfig {
-    fn default() -> Self {
-        TrustConfig {
-            keys: Vec::new(),
-            require_approval: RequireApproval::default(),
-            accept_compatible_updates: true,
+impl TrustConfig {
+    /// The settings the plugin loader needs: the evaluation's options and the trusted keys
+    /// that vouch for changed files.
+    pub fn load_rules(&self) -> crate::trust::LoadRules {
+        crate::trust::LoadRules {
+            opts: self.options(),
+            keys: self.keys.clone().into(),
         }
     }
-}
 
-impl TrustConfig {
     /// The settings the trust evaluation needs.
     pub fn options(&self) -> toolhost_trust::TrustOptions {
         toolhost_trust::TrustOptions {
-            accept_compatible_updates: self.accept_compatible_updates,
+            updates: match self.accept_compatible_updates {
+                None => toolhost_trust::UpdateRule::Signed,
+                Some(true) => toolhost_trust::UpdateRule::Compatible,
+                Some(false) => toolhost_trust::UpdateRule::Never,
+            },
             require_all: self.require_approval == RequireApproval::All,
         }
     }
@@ -252,14 +259,18 @@ mod tests {
         assert_eq!(cfg.mcp.servers["fs"].timeout_secs, Some(7));
         assert!(cfg.mcp.servers["remote"].transport().is_ok());
         assert!(toml::from_str::<HostConfig>("[mcp.servers.x]\nbogus = 1").is_err());
-        assert!(cfg.trust.accept_compatible_updates);
+        assert_eq!(cfg.trust.accept_compatible_updates, None);
+        assert_eq!(
+            cfg.trust.options().updates,
+            toolhost_trust::UpdateRule::Signed
+        );
         assert_eq!(cfg.trust.require_approval, RequireApproval::Capabilities);
         let t: HostConfig = toml::from_str(
             "[trust]\nkeys = [\"RWQx\"]\nrequire_approval = \"all\"\naccept_compatible_updates = false\n",
         )
         .unwrap(); // ok: test code
         assert_eq!(t.trust.require_approval, RequireApproval::All);
-        assert!(!t.trust.accept_compatible_updates && t.trust.keys == ["RWQx"]);
+        assert!(t.trust.accept_compatible_updates == Some(false) && t.trust.keys == ["RWQx"]);
         assert!(toml::from_str::<HostConfig>("[trust]\nrequire_approval = \"some\"").is_err());
     }
 

@@ -307,7 +307,7 @@ impl LiveFolder {
             warn_problem(&p);
             problems.push(p);
         }
-        let opts = self.cfg.options();
+        let rules = self.cfg.load_rules();
         let mut dirty = false;
         for name in names {
             let path = self.dir.join(format!("{name}.wasm"));
@@ -315,14 +315,15 @@ impl LiveFolder {
                 self.drop_plugin(name, &path);
                 continue;
             }
-            let prepared = match prepare_plugin(&engine, &self.dir, &path, &lock, opts).await {
-                Ok(p) => p,
-                Err(p) => {
-                    self.report_bad(name, &p);
-                    problems.push(p);
-                    continue;
-                }
-            };
+            let prepared =
+                match prepare_plugin(&engine, &self.dir, &path, &lock, rules.clone()).await {
+                    Ok(p) => p,
+                    Err(p) => {
+                        self.report_bad(name, &p);
+                        problems.push(p);
+                        continue;
+                    }
+                };
             if self
                 .offered
                 .get(name)

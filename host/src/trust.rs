@@ -32,6 +32,7 @@ mod offer;
 
 pub use candidate::{Candidate, file_source};
 pub use mcp::{McpWithheld, connect_mcp, mcp_tool_def};
+pub use offer::LoadRules;
 use offer::PrepareJob;
 pub(crate) use offer::{
     Prepared, prepare_plugin, read_lock, record_update, register_prepared, warm_later,
@@ -345,7 +346,7 @@ async fn load_folder_inner(
     let (mut lock, lock_problem) = read_lock(dir);
     let lock_ok = lock_problem.is_none();
     problems.extend(lock_problem);
-    let opts = cfg.options();
+    let rules = cfg.load_rules();
     progress.event(&LoadEvent::Started { total: files.len() });
     let mut jobs = Jobs::new(files.len());
     let mut reports = Vec::new();
@@ -357,7 +358,7 @@ async fn load_folder_inner(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while next_register < files.len() {
         while next_job < files.len() && jobs.running.len() < jobs.limit {
-            let job = PrepareJob::new(&engine, dir, &files[next_job], &lock, opts);
+            let job = PrepareJob::new(&engine, dir, &files[next_job], &lock, rules.clone());
             jobs.spawn(next_job, job);
             next_job += 1;
         }

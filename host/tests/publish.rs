@@ -1,6 +1,7 @@
 //! `toolhost publish` end to end: the real binary pushes the real `calc` component to a real
 //! Debian `docker-registry` on 127.0.0.1, signing it with a key made by the real `minisign`;
-//! the artifact is fetched back with toolhost-dist and its signature checked by `minisign -V`.
+//! the artifact is fetched back with toolhost-dist and its signature, over the package
+//! statement `--statement-out` writes, checked by `minisign -V`.
 //! A signature file that is not one is refused before anything is pushed.
 //!
 //! Peers (installed by `cargo xtask peers`): `docker-registry`, `minisign`. Missing: skipped
@@ -82,18 +83,37 @@ async fn publish_signs_and_pushes_and_refuses_a_bad_signature_file() {
     assert_eq!(got.wasm, wasm);
     assert_eq!(got.request.as_deref(), Some(request));
     let sig = got.signature.expect("a signature layer");
-    // The real minisign accepts the signature toolhost made.
-    let sig_path = dir.path().join("calc.wasm.minisig");
+    // The signature is over the package statement, which `--statement-out` writes for an
+    // offline signer: the real minisign accepts toolhost's signature over that file.
+    let statement = dir.path().join("calc.statement");
+    let out = toolhost(&[
+        "publish",
+        &wasm_arg,
+        &target,
+        "--statement-out",
+        &statement.display().to_string(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&statement).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "toolhost package statement v1\nname: calc\ncomponent: {}\nrequest: {}\n",
+            sha256_digest(&wasm),
+            sha256_digest(request.as_bytes())
+        )
+    );
+    let sig_path = dir.path().join("calc.statement.minisig");
     std::fs::write(&sig_path, &sig).unwrap();
     let out = Command::new(&keys.minisign)
         .arg("-V")
         .arg("-p")
         .arg(public)
         .arg("-m")
-        .arg(&wasm_path)
+        .arg(&statement)
         .output()
         .unwrap();
     assert!(out.status.success(), "minisign -V: {out:?}");
     let key = std::fs::read_to_string(public).unwrap();
-    assert!(verify_signature(&wasm, &sig, &[key]).is_ok());
+    assert!(verify_signature(text.as_bytes(), &sig, &[key]).is_ok());
 }

@@ -581,8 +581,8 @@ fn a_call_in_flight_finishes_on_its_version_while_the_plugin_is_replaced() {
             json!({"name": "burn", "arguments": {"depth": depth}}),
         );
         let mark = s.seen.len();
-        // An approved plugin replaced by a different component: the lock withholds the
-        // new tool definitions (`changed`), so slow's tools go and none come.
+        // An approved plugin replaced by a different component nobody signed: held
+        // (no signature by its signer vouches for it), so slow's tools go and none come.
         work.put("calc", "slow");
         let now = s.wait_for_list(|n| !n.contains("burn"));
         assert_eq!(
@@ -606,7 +606,7 @@ fn a_call_in_flight_finishes_on_its_version_while_the_plugin_is_replaced() {
         if let (Some(c), Some(a)) = (changed_at, answered_at)
             && a > c
         {
-            s.wait_log(&["slow", "changed since approval"]);
+            s.wait_log(&["plugin slow is held", "approved unsigned"]);
             calc_works(&mut s);
             return;
         }

@@ -348,6 +348,8 @@ fn a_widened_request_is_not_granted_and_a_widened_update_is_held() {
 #[test]
 fn a_compatible_update_is_accepted_and_recorded() {
     let f = Folder::new();
+    // The operator who wants unsigned compatible updates says so.
+    f.config("[trust]\naccept_compatible_updates = true\n");
     f.add("files", "read = [\"./a\"]\n");
     let a = f.data("a", "a.txt", "in a");
     f.approve("files");
@@ -370,6 +372,7 @@ fn a_compatible_update_is_accepted_and_recorded() {
 #[test]
 fn a_changed_description_is_withheld_until_approved() {
     let f = Folder::new();
+    f.config("[trust]\naccept_compatible_updates = true\n");
     f.add("calc", "");
     f.approve("calc");
     assert_eq!(
@@ -618,6 +621,33 @@ fn release(request: &str) -> tempfile::TempDir {
     dir
 }
 
+/// Signs the package of `wasm` (its `NAME.toml` beside it) as an offline signer does:
+/// `toolhost publish --statement-out` writes the statement, the real `minisign -S` signs it,
+/// and the signature goes beside the component as `NAME.wasm.minisig`.
+fn sign_package(k: &Keys, wasm: &Path) {
+    let statement = wasm.with_extension("statement");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("publish")
+        .arg(wasm)
+        .arg("--statement-out")
+        .arg(&statement)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "publish --statement-out: {}",
+        show(&out)
+    );
+    let sig = k.sign_file(&statement).unwrap();
+    let mut beside = wasm.as_os_str().to_owned();
+    beside.push(".minisig");
+    std::fs::write(beside, sig).unwrap();
+    std::fs::remove_file(&statement).unwrap();
+    let mut stray = statement.into_os_string();
+    stray.push(".minisig");
+    let _ = std::fs::remove_file(stray);
+}
+
 fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -706,10 +736,21 @@ fn install_checks_the_signature_against_the_configured_keys() {
     };
     let (public, key_id) = (k.public.clone(), k.key_id.clone());
     let src = rel.path().join("files.wasm");
+    // Signed the old way: over the component alone, the request beside it unsigned.
     k.sign_file(&src).unwrap();
     let f = Folder::new();
     f.data("files-data", "note.txt", "x");
     let before = entries(f.path());
+    f.config(&format!("[trust]\nkeys = [{public:?}]\n"));
+    let out = f.run(&["install", &src.to_string_lossy(), "--yes"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("covers the component only"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(entries(f.path()), before);
+    sign_package(&k, &src);
 
     // Signed, but by a key the operator does not trust: refused.
     let other_public = keys().unwrap().public;
@@ -737,13 +778,190 @@ fn install_checks_the_signature_against_the_configured_keys() {
     assert!(!out.status.success(), "{}", show(&out));
     assert_eq!(entries(f.path()), before);
 
-    // The trusted key: installed, and the lock records the signer.
+    // The trusted key: installed, and the lock records the signer and what it covered.
     let out = f.run(&["install", &src.to_string_lossy(), "--yes"]);
     assert!(out.status.success(), "{}", show(&out));
     assert!(
-        f.lock().contains(&format!("signer = \"{key_id}\"")),
+        String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "signer: {key_id} (the component and its request file)"
+        )),
+        "{}",
+        show(&out)
+    );
+    let lock = f.lock();
+    assert!(lock.contains(&format!("signer = \"{key_id}\"")), "{lock}");
+    assert!(lock.contains("signature_covers = \"package\""), "{lock}");
+}
+
+/// A signature vouches for the whole package: the component, its request file and its
+/// name. Someone with write access to the registry re-pushes the signed layers in other
+/// combinations under new tags; `install --yes` (as automation runs it) refuses each and
+/// writes nothing. Then the signed package installs.
+#[test]
+fn a_registry_writer_cannot_reuse_a_signature_over_another_package() {
+    let Some(reg) = DockerRegistry::start().unwrap() else {
+        return;
+    };
+    let Some(k) = keys() else {
+        return;
+    };
+    let request = "read = [\"./files-data\"]\n";
+    let rel = release(request);
+    let files = rel.path().join("files.wasm");
+    let publish = |wasm: &Path, reference: &str, signature: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("publish")
+            .arg(wasm)
+            .arg(reference)
+            .arg("--signature")
+            .arg(signature)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "publish: {}", show(&out));
+    };
+    let at = |repo: &str| format!("oci://{}/{repo}", reg.addr);
+    sign_package(&k, &files);
+    let good_sig = rel.path().join("files.wasm.minisig");
+
+    // 1. The request layer swapped for one reading /etc, with the component and signature.
+    let swapped = tempfile::tempdir().unwrap();
+    let s_wasm = swapped.path().join("files.wasm");
+    std::fs::copy(&files, &s_wasm).unwrap();
+    std::fs::write(swapped.path().join("files.toml"), "read = [\"/etc\"]\n").unwrap();
+    publish(&s_wasm, &at("t/files:2"), &good_sig);
+    // 2. Another component (calc) with the original request and signature.
+    let other = tempfile::tempdir().unwrap();
+    let o_wasm = other.path().join("files.wasm");
+    std::fs::copy(built().join("calc.wasm"), &o_wasm).unwrap();
+    std::fs::write(other.path().join("files.toml"), request).unwrap();
+    publish(&o_wasm, &at("t/files:3"), &good_sig);
+    // 3. A signature layer moved from another package (calc's own, signed).
+    let calc = tempfile::tempdir().unwrap();
+    let c_wasm = calc.path().join("calc.wasm");
+    std::fs::copy(built().join("calc.wasm"), &c_wasm).unwrap();
+    sign_package(&k, &c_wasm);
+    publish(
+        &files,
+        &at("t/files:4"),
+        &calc.path().join("calc.wasm.minisig"),
+    );
+    // 4. A statement naming another plugin: this very package, signed as `mirror`, pushed
+    //    as `files`.
+    let named = tempfile::tempdir().unwrap();
+    let n_wasm = named.path().join("mirror.wasm");
+    std::fs::copy(&files, &n_wasm).unwrap();
+    std::fs::write(named.path().join("mirror.toml"), request).unwrap();
+    sign_package(&k, &n_wasm);
+    publish(
+        &files,
+        &at("t/files:5"),
+        &named.path().join("mirror.wasm.minisig"),
+    );
+
+    let f = Folder::new();
+    let note = f.data("files-data", "note.txt", "signed content");
+    f.config(&format!("[trust]\nkeys = [{:?}]\n", k.public));
+    let before = entries(f.path());
+    for tag in ["2", "3", "4", "5"] {
+        for extra in [&[][..], &["--allow-unsigned"][..]] {
+            let mut args = vec![
+                "install".to_string(),
+                at(&format!("t/files:{tag}")),
+                "--yes".into(),
+            ];
+            args.extend(extra.iter().map(|s| s.to_string()));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = f.run(&args);
+            assert!(
+                !out.status.success(),
+                "files:{tag} {extra:?}: {}",
+                show(&out)
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("covers neither"), "files:{tag}: {stderr}");
+            assert!(!stderr.contains("/etc\"]"), "files:{tag}: {stderr}");
+            assert_eq!(entries(f.path()), before, "files:{tag} wrote something");
+        }
+    }
+
+    // Good: the signed package as it was signed.
+    publish(&files, &at("t/files:1"), &good_sig);
+    let out = f.run(&["install", &at("t/files:1"), "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        f.lock().contains("signature_covers = \"package\""),
         "{}",
         f.lock()
+    );
+    assert_eq!(
+        ok_render(&f.call("read_file", serde_json::json!({ "path": note }))),
+        "signed content"
+    );
+}
+
+/// Code is behaviour: an approved plugin's file replaced by another (same tools, same
+/// request) keeps its grant only when its signer signed the new package. A change with no
+/// signature, or signed by another trusted key, is held: none of its tools runs. Then the
+/// signer's signature over the new package lets it through, and the lock records it.
+#[test]
+fn a_changed_file_keeps_its_grant_only_when_its_signer_signed_it() {
+    let (Some(k), Some(other)) = (keys(), keys()) else {
+        return;
+    };
+    let f = Folder::new();
+    f.config(&format!(
+        "[trust]\nkeys = [{:?}, {:?}]\n",
+        k.public, other.public
+    ));
+    let note = f.data("files-data", "note.txt", "approved content");
+    let rel = release("read = [\"./files-data\"]\n");
+    sign_package(&k, &rel.path().join("files.wasm"));
+    let out = f.run(&[
+        "install",
+        &rel.path().join("files.wasm").to_string_lossy(),
+        "--yes",
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    let read = || f.call("read_file", serde_json::json!({ "path": note }));
+    assert_eq!(ok_render(&read()), "approved content");
+    let approved = f.lock();
+
+    // The file is replaced (one custom section appended): unsigned, held.
+    let bytes = std::fs::read(f.path().join("files.wasm")).unwrap();
+    f.add_bytes("files", &rebuilt(&bytes, "v2"));
+    let list = f.list();
+    let st = plugin_state(&list, "files");
+    assert_eq!(st["state"], "held", "{list:#}");
+    assert!(
+        !tool_names(&list).contains(&"read_file".to_string()),
+        "{list:#}"
+    );
+    assert!(
+        !read()["render"]
+            .as_str()
+            .unwrap_or("")
+            .contains("approved content")
+    );
+    // The old signature beside it is of the old package: still held.
+    std::fs::copy(
+        rel.path().join("files.wasm.minisig"),
+        f.path().join("files.wasm.minisig"),
+    )
+    .unwrap();
+    assert_eq!(plugin_state(&f.list(), "files")["state"], "held");
+    // Signed by another trusted key, not the plugin's signer: held.
+    sign_package(&other, &f.path().join("files.wasm"));
+    assert_eq!(plugin_state(&f.list(), "files")["state"], "held");
+    assert_eq!(f.lock(), approved, "a held change wrote the lock");
+
+    // Good: the plugin's signer signs the new package; the grant holds and is recorded.
+    sign_package(&k, &f.path().join("files.wasm"));
+    assert_eq!(ok_render(&read()), "approved content");
+    let lock = f.lock();
+    assert_ne!(lock, approved, "the new digest was not recorded");
+    assert!(
+        lock.contains(&format!("signer = \"{}\"", k.key_id)),
+        "{lock}"
     );
 }
 

@@ -43,6 +43,18 @@ pub enum DistError {
         /// The signer's minisign key id (16 hex digits).
         key_id: String,
     },
+    /// The signature was made the old way, over the component alone, and the package has a
+    /// request file that it therefore does not cover.
+    #[error(
+        "signature check failed: the signature by trusted key {key_id} covers the component \
+         only (it was signed the old way), not its request file, which asks for \
+         capabilities nobody signed; ask the publisher to sign the package (`toolhost \
+         publish --sign`), or use --allow-unsigned to take the request as unsigned"
+    )]
+    RequestUnsigned {
+        /// The signer's minisign key id (16 hex digits).
+        key_id: String,
+    },
     /// The signature does not verify (the bytes or the trusted comment were altered).
     #[error("signature check failed: {0}")]
     BadSignature(String),

@@ -6,7 +6,9 @@
 //!   signature, bounded by [`Limits`]; the digest is always computed locally and checked
 //!   against the `--digest` pin.
 //! - [`verify_signature`] / [`sign`]: minisign signatures, interoperable with the `minisign` tool;
-//!   [`check_signature`]: the install rule (unsigned / untrusted refused unless allowed).
+//!   [`Statement`]: what a publisher signs (the plugin's name, its component's and its
+//!   request file's digests); [`check_package`]: the install rule (unsigned / untrusted
+//!   refused unless allowed, a request the signature does not cover refused unless allowed).
 //! - [`publish`]: pushes a component as a CNCF "Wasm OCI artifact" (config
 //!   `application/vnd.wasm.config.v0+json`, one `application/wasm` layer), with the request
 //!   and signature as layers of their own media types.
@@ -28,6 +30,7 @@ mod http;
 pub mod oci;
 pub mod signature;
 pub mod source;
+pub mod statement;
 
 pub use error::DistError;
 pub use oci::{
@@ -36,6 +39,7 @@ pub use oci::{
 };
 pub use signature::{public_key_id, sign, signature_key_id, verify_signature};
 pub use source::{OciRef, Source};
+pub use statement::{Coverage, STATEMENT_HEADER, Statement, Verified, verify_package};
 
 /// Size and time limits on everything fetched. Every field has a default (see [`Limits::default`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,26 +144,52 @@ pub async fn fetch(source: &Source, opts: &FetchOptions) -> Result<Fetched, Dist
     Ok(fetched)
 }
 
-/// The signature rule of `toolhost install` (docs/trust.md), applied to a
-/// fetched artifact: `Ok(Some(key_id))` when signed by a trusted key; an unsigned artifact is
-/// [`DistError::Unsigned`] and one signed by an unknown key [`DistError::UntrustedKey`], both
-/// accepted as `Ok(None)` when `allow_unsigned`; a signature by a trusted key that does not
-/// verify ([`DistError::BadSignature`]) and an unreadable signature are never accepted.
-pub fn check_signature(
+/// The signature rule of `toolhost install` and `toolhost update` (docs/trust.md, "What a
+/// signature covers"), applied to a fetched package named `name` (the name its publisher
+/// signed: [`Fetched::name`]):
+///
+/// - signed by a trusted key over the package statement: `Ok(Some(_))` with
+///   [`Coverage::Package`];
+/// - signed the old way (the component alone) and the package has no request file: the
+///   same, as there is nothing else to cover;
+/// - signed the old way and it has a request file: [`DistError::RequestUnsigned`], or
+///   `Ok(Some(_))` with [`Coverage::Component`] when `allow_unsigned` (the caller shows
+///   the request as unsigned, never under the signer's name);
+/// - unsigned ([`DistError::Unsigned`]) or signed by an unknown key
+///   ([`DistError::UntrustedKey`]): refused, `Ok(None)` when `allow_unsigned`;
+/// - a signature by a trusted key over anything else ([`DistError::BadSignature`]) and an
+///   unreadable signature: never accepted.
+pub fn check_package(
     fetched: &Fetched,
+    name: &str,
     trusted_keys: &[String],
     allow_unsigned: bool,
-) -> Result<Option<String>, DistError> {
+) -> Result<Option<Verified>, DistError> {
+    let statement = Statement::with_digest(
+        name,
+        &fetched.digest,
+        fetched.request.as_deref().map(str::as_bytes),
+    );
     let result = match &fetched.signature {
         None => Err(DistError::Unsigned),
-        Some(sig) => verify_signature(&fetched.wasm, sig, trusted_keys).map(Some),
+        Some(sig) => verify_package(&statement, &fetched.wasm, sig, trusted_keys),
     };
     match result {
+        Ok(v) if v.coverage == Coverage::Component && fetched.request.is_none() => {
+            Ok(Some(Verified {
+                coverage: Coverage::Package,
+                ..v
+            }))
+        }
+        Ok(v) if v.coverage == Coverage::Component && !allow_unsigned => {
+            Err(DistError::RequestUnsigned { key_id: v.signer })
+        }
+        Ok(v) => Ok(Some(v)),
         Err(DistError::Unsigned | DistError::UntrustedKey { .. }) if allow_unsigned => {
             tracing::warn!(source = %fetched.source, "accepting an unsigned or untrusted artifact (--allow-unsigned)");
             Ok(None)
         }
-        other => other,
+        Err(e) => Err(e),
     }
 }
 

@@ -26,8 +26,10 @@ pub use defs::DefStore;
 pub use diff::{Diff, ToolChange};
 pub use error::TrustError;
 pub use grant::{Grant, tighter_limit};
-pub use lock::{LOCK_FILE, Lock, McpEntry, PluginEntry, now_rfc3339, write_atomically};
-pub use state::{McpToolState, TrustOptions, TrustState, evaluate, evaluate_mcp_tool};
+pub use lock::{
+    LOCK_FILE, Lock, McpEntry, PluginEntry, SignatureCovers, now_rfc3339, write_atomically,
+};
+pub use state::{McpToolState, TrustOptions, TrustState, UpdateRule, evaluate, evaluate_mcp_tool};
 
 /// Cleans untrusted text for a terminal: every control character (ESC of ANSI/OSC
 /// sequences, CR, BEL, newlines...) is written as an escape such as `\u{1b}`, so a

@@ -76,6 +76,10 @@ pub struct PluginEntry {
     /// The minisign key id that signed it, if a signature was verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
+    /// What that signature covered (docs/trust.md, "What a signature covers"); absent for
+    /// an unsigned plugin and in locks written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_covers: Option<SignatureCovers>,
     /// When it was approved (RFC 3339, UTC).
     pub approved_at: String,
     /// The approved grant.
@@ -84,6 +88,17 @@ pub struct PluginEntry {
     /// Hash of each approved tool definition, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, String>,
+}
+
+/// What a verified signature covered when a plugin was approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignatureCovers {
+    /// The package: the plugin's name, its component and its request file (or that it
+    /// had none).
+    Package,
+    /// The component only (signed the old way); the request file was unsigned.
+    Component,
 }
 
 /// The approval of one MCP server's tools.
@@ -195,6 +210,7 @@ mod tests {
                 source: "file:///p/files.wasm".into(),
                 digest: "sha256:00".into(),
                 signer: Some("A1B2C3D4E5F60718".into()),
+                signature_covers: Some(SignatureCovers::Package),
                 approved_at: now_rfc3339(),
                 grant: Grant {
                     read: vec!["/p/files-data".into()],

@@ -64,7 +64,18 @@ pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
         ),
         None => (file_source(&wasm), None),
     };
-    let new_entry = cand.entry(source, signer, &store)?;
+    let mut new_entry = cand.entry(source, signer, &store)?;
+    // The signature still covers what it covered when the component is the signed one;
+    // a request that changed since is not the signed request.
+    if let Some(e) = entry
+        && new_entry.signer.is_some()
+    {
+        new_entry.signature_covers = if e.grant == cand.request {
+            e.signature_covers
+        } else {
+            Some(toolhost_trust::SignatureCovers::Component)
+        };
+    }
     lock.plugins.insert(name.to_string(), new_entry);
     lock.save(&lock_path)?;
     println!("approved {name}: {}", lock_path.display());

@@ -13,8 +13,8 @@ use clap::Args;
 use toolhost::config::HostConfig;
 use toolhost::trust::Candidate;
 use toolhost::wasm::Policy;
-use toolhost_dist::{FetchOptions, Fetched, Source};
-use toolhost_trust::{DefStore, Lock, write_atomically};
+use toolhost_dist::{Coverage, FetchOptions, Fetched, Source, Verified};
+use toolhost_trust::{DefStore, Lock, SignatureCovers, write_atomically};
 
 /// Arguments of `toolhost install`.
 #[derive(Debug, Args)]
@@ -72,7 +72,7 @@ async fn fetch_checked(
     insecure: bool,
     keys: &[String],
     allow_unsigned: bool,
-) -> anyhow::Result<(Fetched, Option<String>)> {
+) -> anyhow::Result<(Fetched, Option<Verified>)> {
     let opts = FetchOptions {
         expected_digest: digest.map(str::to_string),
         insecure,
@@ -88,16 +88,45 @@ async fn fetch_checked(
     {
         bail!("digest check failed: expected {want}, the fetched plugin is {actual}");
     }
-    // Unsigned or unknown key: refused unless allowed; a bad signature: always refused.
-    let signer = toolhost_dist::check_signature(&fetched, keys, allow_unsigned)
-        .map_err(|e| anyhow::anyhow!("signature check failed: {e}"))?;
-    if signer.is_none() {
-        eprintln!(
+    // Unsigned or unknown key, or a request the signature does not cover: refused unless
+    // allowed; a signature over anything else: always refused. The statement checked is
+    // the one of the name the publisher signed (the source's), not a local rename.
+    let signed = toolhost_dist::check_package(&fetched, &fetched.name, keys, allow_unsigned)
+        .map_err(|e| anyhow::anyhow!("{}", strip_check_prefix(&e.to_string())))
+        .context("signature check failed")?;
+    match &signed {
+        None => eprintln!(
             "warning: {} is unsigned or signed by a key not in [trust] keys (accepted: --allow-unsigned)",
             fetched.source
-        );
+        ),
+        Some(v) if v.coverage == Coverage::Component => eprintln!(
+            "warning: the signature of {} covers its component only; its request file is unsigned (accepted: --allow-unsigned)",
+            fetched.source
+        ),
+        Some(_) => {}
     }
-    Ok((fetched, signer))
+    Ok((fetched, signed))
+}
+
+/// An error of `toolhost-dist` without its own "signature check failed: " (the context
+/// adds it once).
+fn strip_check_prefix(text: &str) -> &str {
+    text.strip_prefix("signature check failed: ")
+        .unwrap_or(text)
+}
+
+/// What install and update print as the signer: the key and what its signature covers.
+fn signer_line(signed: Option<&Verified>) -> String {
+    match signed {
+        None => "(unsigned)".into(),
+        Some(v) if v.coverage == Coverage::Package => {
+            format!("{} (the component and its request file)", v.signer)
+        }
+        Some(v) => format!(
+            "{} (the component only; the request file above is UNSIGNED)",
+            v.signer
+        ),
+    }
 }
 
 /// A fetched plugin staged in a private temp folder inside the plugins folder (so the
@@ -148,12 +177,18 @@ fn commit(
     name: &str,
     staged: &Staged,
     source: String,
-    signer: Option<String>,
+    signed: Option<&Verified>,
 ) -> anyhow::Result<()> {
     let lock_path = Lock::path_in(dir);
     let mut lock = Lock::load(&lock_path)?;
     let store = DefStore::in_dir(dir);
-    let entry = staged.cand.entry(source, signer, &store)?;
+    let mut entry = staged
+        .cand
+        .entry(source, signed.map(|v| v.signer.clone()), &store)?;
+    entry.signature_covers = signed.map(|v| match v.coverage {
+        Coverage::Package => SignatureCovers::Package,
+        Coverage::Component => SignatureCovers::Component,
+    });
     let wasm = dir.join(format!("{name}.wasm"));
     let toml = dir.join(format!("{name}.toml"));
     let bytes = std::fs::read(&staged.wasm)?;
@@ -185,7 +220,7 @@ fn config_and_dir(host: &super::HostArgs) -> anyhow::Result<(HostConfig, PathBuf
 pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     let (config, dir) = config_and_dir(&args.host)?;
     let source = parse_source(&args.source)?;
-    let (fetched, signer) = fetch_checked(
+    let (fetched, signed) = fetch_checked(
         &source,
         args.digest.as_deref(),
         args.insecure,
@@ -207,10 +242,16 @@ pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     println!(
         "  source: {}\n  signer: {}",
         fetched.source,
-        signer.as_deref().unwrap_or("(unsigned)")
+        signer_line(signed.as_ref())
     );
     super::common::confirm(args.yes, &format!("install and approve plugin {name}?"))?;
-    commit(&dir, &name, &staged, fetched.source.clone(), signer)?;
+    commit(
+        &dir,
+        &name,
+        &staged,
+        fetched.source.clone(),
+        signed.as_ref(),
+    )?;
     println!("installed {name} into {}", dir.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -239,7 +280,7 @@ pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
         };
         let source = parse_source(&entry.source)?;
         // A plugin that was signed stays signed: an unsigned update needs --allow-unsigned.
-        let (fetched, signer) = fetch_checked(
+        let (fetched, signed) = fetch_checked(
             &source,
             None,
             args.insecure,
@@ -257,11 +298,12 @@ pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
         print!("{}", staged.cand.summary());
         super::common::refuse_denied_folders(&config, &name, &staged.cand.request)?;
         println!(
-            "changes since the approval of {}:\n{diff}",
-            entry.approved_at
+            "changes since the approval of {}:\n{diff}  signer: {}",
+            entry.approved_at,
+            signer_line(signed.as_ref())
         );
         super::common::confirm(args.yes, &format!("update and approve plugin {name}?"))?;
-        commit(&dir, &name, &staged, entry.source.clone(), signer)?;
+        commit(&dir, &name, &staged, entry.source.clone(), signed.as_ref())?;
         println!("updated {name}");
     }
     Ok(ExitCode::SUCCESS)

@@ -1,7 +1,10 @@
 //! `toolhost publish FILE.wasm oci://HOST[:PORT]/REPO:TAG`: pushes a component as a CNCF
 //! Wasm OCI artifact, with its request file (`FILE.toml` beside it, if any) and a minisign
-//! signature (`--signature FILE.minisig`, or made here with `--sign SECRET_KEY_FILE`).
-//! The layout and the rules are in docs/trust.md.
+//! signature of the package statement (the plugin's name and the digests of the component
+//! and the request file: `toolhost_dist::Statement`), made here with
+//! `--sign SECRET_KEY_FILE` or by an offline signer: `--statement-out FILE` writes the
+//! statement and pushes nothing, `minisign -S -m FILE` signs it, and `--signature
+//! FILE.minisig` attaches that signature. The layout and the rules are in docs/trust.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,11 +18,18 @@ use toolhost_dist::{OciRef, PublishOptions};
 pub struct PublishArgs {
     /// The component to publish (`NAME.wasm`; `NAME.toml` beside it goes along as the request).
     pub file: PathBuf,
-    /// Where to: `oci://HOST[:PORT]/REPO:TAG`.
-    pub reference: String,
-    /// A minisign signature of the file to attach (as written by `minisign -S`).
+    /// Where to: `oci://HOST[:PORT]/REPO:TAG` (its last path segment is the plugin's name
+    /// that installers see and that the signature names).
+    #[arg(required_unless_present = "statement_out")]
+    pub reference: Option<String>,
+    /// A minisign signature of the package statement to attach (as `minisign -S` writes
+    /// it for the file of `--statement-out`).
     #[arg(long, conflicts_with = "sign")]
     pub signature: Option<PathBuf>,
+    /// Write the package statement to sign to this file and push nothing (the name is the
+    /// reference's last segment, or the file's stem without a reference).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["sign", "signature"])]
+    pub statement_out: Option<PathBuf>,
     /// Sign with this minisign secret key (unencrypted, made with `minisign -G -W`).
     #[arg(long, value_name = "SECRET_KEY_FILE")]
     pub sign: Option<PathBuf>,
@@ -30,7 +40,7 @@ pub struct PublishArgs {
 
 /// Runs `toolhost publish`.
 pub async fn run(args: PublishArgs) -> anyhow::Result<ExitCode> {
-    let reference = OciRef::parse(&args.reference)?;
+    let reference = args.reference.as_deref().map(OciRef::parse).transpose()?;
     let wasm =
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let request_path = args.file.with_extension("toml");
@@ -38,6 +48,25 @@ pub async fn run(args: PublishArgs) -> anyhow::Result<ExitCode> {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e).with_context(|| format!("reading {}", request_path.display())),
+    };
+    let name = match &reference {
+        Some(r) => r.basename().to_string(),
+        None => toolhost::trust::plugin_name(&args.file),
+    };
+    let statement =
+        toolhost_dist::Statement::of(&name, &wasm, request.as_deref().map(str::as_bytes));
+    if let Some(out) = &args.statement_out {
+        std::fs::write(out, statement.text())
+            .with_context(|| format!("writing {}", out.display()))?;
+        println!("wrote the package statement of {name} to {}", out.display());
+        println!(
+            "sign it with: minisign -S -s KEY.key -m {0} -x {0}.minisig",
+            out.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(reference) = reference else {
+        anyhow::bail!("a reference (oci://HOST/REPO:TAG) is needed to publish");
     };
     let signature = match (&args.signature, &args.sign) {
         (Some(path), _) => {
@@ -47,7 +76,7 @@ pub async fn run(args: PublishArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("{} is not a minisign signature", path.display()))?;
             Some(text)
         }
-        (None, Some(key)) => Some(toolhost_dist::sign(&wasm, key)?),
+        (None, Some(key)) => Some(toolhost_dist::sign(statement.text().as_bytes(), key)?),
         (None, None) => None,
     };
     let signer = signature

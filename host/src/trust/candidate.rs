@@ -112,6 +112,9 @@ impl Candidate {
         Ok(PluginEntry {
             source,
             digest: self.digest.clone(),
+            signature_covers: signer
+                .as_ref()
+                .map(|_| toolhost_trust::SignatureCovers::Package),
             signer,
             approved_at: toolhost_trust::now_rfc3339(),
             grant: self.request.clone(),

@@ -7,8 +7,11 @@
 //! update in the lock.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use toolhost_trust::{Lock, PluginEntry, ToolDef, TrustOptions, TrustState, evaluate};
+use toolhost_trust::{
+    Lock, PluginEntry, SignatureCovers, ToolDef, TrustOptions, TrustState, UpdateRule, evaluate,
+};
 
 use super::{
     PluginTrust, approve_hint, effective_policy, needs_approval, plugin_name, request_of, tool_def,
@@ -35,18 +38,87 @@ pub(crate) fn read_lock(dir: &Path) -> (Lock, Option<LoadProblem>) {
 }
 
 /// Records a compatible update (`TrustState::Updated`) of a registered plugin in `lock`:
-/// its new digest, and no signer (the signature was of the old file). Returns whether
-/// the lock changed and must be written.
+/// its new digest, and its signer when that signer signed the new package (else none:
+/// the old signature was of the old file). Returns whether the lock changed and must be
+/// written.
 pub(crate) fn record_update(lock: &mut Lock, report: &PluginTrust) -> bool {
-    if let TrustState::Updated { digest } = &report.state
+    if let TrustState::Updated { digest, signer } = &report.state
         && let Some(e) = lock.plugins.get_mut(&report.name)
     {
-        tracing::info!(plugin = %report.name, "compatible update accepted: {digest}");
+        tracing::info!(plugin = %report.name, signer = ?signer, "update accepted: {digest}");
         e.digest = digest.clone();
-        e.signer = None;
+        e.signature_covers = signer.as_ref().map(|_| SignatureCovers::Package);
+        e.signer = signer.clone();
         return true;
     }
     false
+}
+
+/// The largest request file (`NAME.toml`) read, in bytes: the limit `toolhost install`
+/// applies to a fetched one.
+const MAX_REQUEST_BYTES: u64 = 64 * 1024;
+
+/// What the loader needs of `[trust]`: the evaluation's options and the keys whose
+/// signatures vouch for a changed file.
+#[derive(Debug, Clone, Default)]
+pub struct LoadRules {
+    /// The evaluation's options.
+    pub opts: TrustOptions,
+    /// The operator's trusted minisign public keys (`[trust] keys`).
+    pub keys: Arc<[String]>,
+}
+
+/// The key id of a valid signature by a trusted key over the package of plugin `name` as
+/// it is now: its component (`digest`) and request file (`request`, its bytes), signed in
+/// `NAME.wasm.minisig` beside `wasm`. `None` when there is no such file or it does not
+/// verify (the reason is logged): the change is then held, never accepted.
+fn package_signer(
+    name: &str,
+    wasm: &Path,
+    digest: &str,
+    request: Option<&[u8]>,
+    keys: &[String],
+) -> Option<String> {
+    let mut sig_path = wasm.as_os_str().to_owned();
+    sig_path.push(".minisig");
+    let sig_path = PathBuf::from(sig_path);
+    let signature = match read_bounded(&sig_path, toolhost_dist::signature::MAX_SIGNATURE_BYTES) {
+        Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(None) => return None,
+        Err(e) => {
+            tracing::warn!(plugin = %name, "{}: {e}", sig_path.display());
+            return None;
+        }
+    };
+    let statement = toolhost_dist::Statement::with_digest(name, digest, request);
+    // Only a signature over the package counts: one over the component alone does not
+    // cover the request the new file asks with.
+    match toolhost_dist::verify_signature(statement.text().as_bytes(), &signature, keys) {
+        Ok(key) => Some(key),
+        Err(e) => {
+            tracing::warn!(plugin = %name, "{}: {e}", sig_path.display());
+            None
+        }
+    }
+}
+
+/// Reads at most `limit` bytes of `path`; `None` if it does not exist; an error if it is
+/// larger.
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut buf = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut buf)?;
+    if buf.len() as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "larger than the limit of {limit} bytes"
+        )));
+    }
+    Ok(Some(buf))
 }
 
 /// Links plugins listed from the compile cache (they are linked on first use) on a
@@ -73,9 +145,9 @@ pub(crate) async fn prepare_plugin(
     dir: &Path,
     path: &Path,
     lock: &Lock,
-    opts: TrustOptions,
+    rules: LoadRules,
 ) -> Result<Prepared, LoadProblem> {
-    let job = PrepareJob::new(engine, dir, path, lock, opts);
+    let job = PrepareJob::new(engine, dir, path, lock, rules);
     let name = job.name.clone();
     tokio::task::spawn_blocking(job.blocking())
         .await
@@ -98,7 +170,7 @@ pub(super) struct PrepareJob {
     pub(super) path: PathBuf,
     pub(super) name: String,
     entry: Option<PluginEntry>,
-    opts: TrustOptions,
+    rules: LoadRules,
 }
 
 impl PrepareJob {
@@ -108,7 +180,7 @@ impl PrepareJob {
         dir: &Path,
         path: &Path,
         lock: &Lock,
-        opts: TrustOptions,
+        rules: LoadRules,
     ) -> Self {
         let name = plugin_name(path);
         PrepareJob {
@@ -117,7 +189,7 @@ impl PrepareJob {
             entry: lock.plugins.get(&name).cloned(),
             path: path.to_path_buf(),
             name,
-            opts,
+            rules,
         }
     }
 
@@ -149,8 +221,9 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
         path,
         name,
         entry,
-        opts,
+        rules,
     } = job;
+    let opts = rules.opts;
     let (engine, dir, path, name, entry) = (&engine, &dir, &path, &name, entry.as_ref());
     let mut report = PluginTrust {
         name: name.to_string(),
@@ -167,14 +240,52 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
         // Not even described: an unapproved component runs no code at all.
         return Ok((report, None));
     }
-    let request = Policy::for_component_protected(path, &engine.protected_paths())
-        .map_err(|e| policy_problem(path, e))?;
+    // The request file is read once: the bytes a signature is checked against are the
+    // bytes parsed.
+    let request_file = Policy::path_for(path);
+    let request_text = read_bounded(&request_file, MAX_REQUEST_BYTES)
+        .map_err(|e| LoadProblem {
+            source: request_file.display().to_string(),
+            message: format!("{}: {e}", request_file.display()),
+        })?
+        .map(|b| {
+            String::from_utf8(b).map_err(|_| LoadProblem {
+                source: request_file.display().to_string(),
+                message: format!("{}: not UTF-8 text", request_file.display()),
+            })
+        })
+        .transpose()?;
+    let request = match &request_text {
+        Some(text) => Policy::parse_protected(text, &request_file, &engine.protected_paths()),
+        None => Ok(Policy::default()),
+    }
+    .map_err(|e| policy_problem(path, e))?;
     let mut plugin = Plugin::load_with_policy(engine, path, effective_policy(&request, None))
         .await
         .map_err(|e| plugin_problem(&e))?;
     let defs: Vec<ToolDef> = plugin.tools().iter().map(|t| tool_def(t.spec())).collect();
     report.digest = Some(plugin.digest());
-    report.state = evaluate(entry, &plugin.digest(), &request_of(&request), &defs, opts);
+    let digest = plugin.digest();
+    // A signature is looked for only where it decides something: a changed file under
+    // the default rule.
+    let signed_by = match entry {
+        Some(e) if e.digest != digest && opts.updates == UpdateRule::Signed => package_signer(
+            name,
+            path,
+            &digest,
+            request_text.as_deref().map(str::as_bytes),
+            &rules.keys,
+        ),
+        _ => None,
+    };
+    report.state = evaluate(
+        entry,
+        &digest,
+        &request_of(&request),
+        &defs,
+        opts,
+        signed_by.as_deref(),
+    );
     match (&report.state, entry) {
         (TrustState::Unapproved, _) | (_, None) => {
             let hint = approve_hint(name, dir);

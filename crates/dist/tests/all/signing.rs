@@ -2,7 +2,8 @@
 //! untrusted key, tampered component, garbage signature.
 
 use toolhost_dist::{
-    DistError, Fetched, check_signature, sha256_digest, sign, signature_key_id, verify_signature,
+    Coverage, DistError, Fetched, Statement, check_package, sha256_digest, sign, signature_key_id,
+    verify_signature,
 };
 
 use crate::support::{Keys, calc_wasm};
@@ -161,32 +162,110 @@ fn install_rule_refuses_unsigned_and_untrusted_unless_allowed_and_bad_always() -
     tampered[100] ^= 1;
 
     assert!(matches!(
-        check_signature(&fetched(&wasm, None), trusted, false),
+        check_package(&fetched(&wasm, None), "calc", trusted, false),
         Err(DistError::Unsigned)
     ));
     assert!(matches!(
-        check_signature(&fetched(&wasm, Some(by_other.clone())), trusted, false),
+        check_package(
+            &fetched(&wasm, Some(by_other.clone())),
+            "calc",
+            trusted,
+            false
+        ),
         Err(DistError::UntrustedKey { .. })
     ));
     // A bad signature by a trusted key is refused even with allow_unsigned.
     assert!(matches!(
-        check_signature(&fetched(&tampered, Some(sig.clone())), trusted, true),
+        check_package(
+            &fetched(&tampered, Some(sig.clone())),
+            "calc",
+            trusted,
+            true
+        ),
         Err(DistError::BadSignature(_))
     ));
     assert!(matches!(
-        check_signature(&fetched(&wasm, Some("garbage".into())), trusted, true),
+        check_package(
+            &fetched(&wasm, Some("garbage".into())),
+            "calc",
+            trusted,
+            true
+        ),
         Err(DistError::BadSignature(_))
     ));
     // Allowed: unsigned and untrusted pass without a signer.
-    assert_eq!(check_signature(&fetched(&wasm, None), trusted, true)?, None);
     assert_eq!(
-        check_signature(&fetched(&wasm, Some(by_other)), trusted, true)?,
+        check_package(&fetched(&wasm, None), "calc", trusted, true)?,
         None
     );
-    // Good call: signed by the trusted key.
     assert_eq!(
-        check_signature(&fetched(&wasm, Some(sig)), trusted, false)?,
-        Some(signer.key_id.clone())
+        check_package(&fetched(&wasm, Some(by_other)), "calc", trusted, true)?,
+        None
     );
+    // Good call: signed by the trusted key (the old way, and there is no request file,
+    // so the component is the whole package).
+    let v = check_package(&fetched(&wasm, Some(sig)), "calc", trusted, false)?
+        .expect("a trusted signature");
+    assert_eq!(
+        (v.signer, v.coverage),
+        (signer.key_id.clone(), Coverage::Package)
+    );
+    Ok(())
+}
+
+/// The `minisign` tool signs the statement file `publish --statement-out` writes; the
+/// package verifies over it, and every swap a registry writer could make is refused.
+#[test]
+fn a_signed_statement_covers_the_request_and_the_name() -> anyhow::Result<()> {
+    let Some(signer) = Keys::generate()? else {
+        return Ok(());
+    };
+    let trusted = std::slice::from_ref(&signer.public);
+    let wasm = calc_wasm();
+    let request = "read = [\"data\"]\n";
+    let statement = Statement::of("calc", &wasm, Some(request.as_bytes()));
+    let sig = signer.minisign_sign(statement.text().as_bytes())?;
+    let package = |wasm: &[u8], request: &str, sig: &str| Fetched {
+        request: Some(request.to_string()),
+        ..fetched(wasm, Some(sig.to_string()))
+    };
+
+    // A swapped request layer (same component, same signature).
+    let err = check_package(
+        &package(&wasm, "read = [\"/etc\"]\n", &sig),
+        "calc",
+        trusted,
+        true,
+    )
+    .unwrap_err();
+    assert!(matches!(err, DistError::BadSignature(_)), "{err}");
+    assert!(err.to_string().contains("covers neither"), "{err}");
+    // A swapped component with the original request.
+    let mut other = wasm.clone();
+    other.extend_from_slice(b"\0extra");
+    let err = check_package(&package(&other, request, &sig), "calc", trusted, true).unwrap_err();
+    assert!(matches!(err, DistError::BadSignature(_)), "{err}");
+    // The same package installed under the name of another plugin, or a statement naming
+    // another plugin: the name is part of what was signed.
+    let err = check_package(&package(&wasm, request, &sig), "files", trusted, true).unwrap_err();
+    assert!(matches!(err, DistError::BadSignature(_)), "{err}");
+    assert!(err.to_string().contains("name: files"), "{err}");
+    // A request file dropped from the package.
+    let err = check_package(&fetched(&wasm, Some(sig.clone())), "calc", trusted, true).unwrap_err();
+    assert!(matches!(err, DistError::BadSignature(_)), "{err}");
+
+    // Signed the old way (the component alone) with a request beside it: the request is
+    // not covered; refused, or with allow_unsigned accepted as covering the component only.
+    let old = signer.minisign_sign(&wasm)?;
+    let err = check_package(&package(&wasm, request, &old), "calc", trusted, false).unwrap_err();
+    assert!(matches!(err, DistError::RequestUnsigned { .. }), "{err}");
+    let v = check_package(&package(&wasm, request, &old), "calc", trusted, true)?
+        .expect("the component's signature");
+    assert_eq!(v.coverage, Coverage::Component);
+
+    // Good: the package as it was signed.
+    let v = check_package(&package(&wasm, request, &sig), "calc", trusted, false)?
+        .expect("a trusted signature");
+    assert_eq!((v.signer, v.coverage), (signer.key_id, Coverage::Package));
     Ok(())
 }
