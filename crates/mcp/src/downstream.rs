@@ -171,7 +171,10 @@ async fn bounded<T>(
         // The client's own error goes back as it sent it.
         Ok(Err(ServiceError::McpError(e))) => Err(e),
         Ok(Err(e)) => Err(ErrorData::internal_error(
-            format!("{what}: the client connected to toolhost failed: {e}"),
+            format!(
+                "{what}: the client connected to toolhost failed: {}",
+                crate::error::service_error_text(&e)
+            ),
             None,
         )),
         Err(_) => Err(ErrorData::internal_error(

@@ -5,6 +5,11 @@
 //! adapter) does it become a [`ToolError`](toolhost_core::tools::ToolError): `McpTimeout`
 //! for timeouts, `McpNotInitialized` before `connect`, `Cancelled`, `InvalidArguments` and
 //! `ExecutionFailed` for what the tool call itself reported, `McpError` otherwise.
+//!
+//! rmcp's own errors are put into words here ([`service_error_text`],
+//! [`init_error_text`]): their `Display` names the transport by its Rust type
+//! (`Transport [rmcp::transport::worker::WorkerTransport<...>] error: ...`), which means
+//! nothing to a user, so only the cause is kept.
 
 use std::time::Duration;
 
@@ -150,6 +155,65 @@ impl From<McpClientError> for ToolError {
             }
             other => ToolError::McpError(other.to_string()),
         }
+    }
+}
+
+/// What a failed rmcp request says, in words for a user: a transport failure is its cause
+/// alone, without the transport's Rust type name that rmcp puts before it.
+pub(crate) fn service_error_text(e: &rmcp::service::ServiceError) -> String {
+    use rmcp::service::ServiceError as E;
+    match e {
+        E::TransportSend(t) => format!("sending the request failed: {}", t.error),
+        E::TransportClosed => "the connection closed".into(),
+        E::McpError(err) => format!("{} (JSON-RPC error {})", err.message, err.code.0),
+        E::UnexpectedResponse => "the peer answered with a reply of another kind".into(),
+        other => other.to_string(),
+    }
+}
+
+/// What a failed `initialize` handshake says, in words for a user: a transport failure is
+/// its cause and the step, and a wrong reply is named rather than dumped as a Rust value.
+pub(crate) fn init_error_text(e: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::TransportError { error, context } => format!("{} ({context})", error.error),
+        E::LegacyFallbackFailed { fallback, .. } => init_error_text(fallback),
+        E::ExpectedInitResponse(_) => {
+            "the server did not answer `initialize` with its response".into()
+        }
+        E::ExpectedInitResult(_) => "the server's answer to `initialize` is not its result".into(),
+        E::JsonRpcError(err) => format!(
+            "the server refused `initialize`: {} (JSON-RPC error {})",
+            err.message, err.code.0
+        ),
+        E::NoCompatibleProtocolVersion {
+            client_supported,
+            server_supported,
+        } => {
+            let list = |v: &[rmcp::model::ProtocolVersion]| {
+                v.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+            };
+            format!(
+                "no protocol version in common (toolhost speaks {}; the server {})",
+                list(client_supported),
+                list(server_supported)
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+/// What a failed `initialize` of a client of `serve` says, in words for a user (as
+/// [`init_error_text`]).
+pub(crate) fn serve_init_error_text(e: &rmcp::service::ServerInitializeError) -> String {
+    use rmcp::service::ServerInitializeError as E;
+    match e {
+        E::TransportError { error, context } => format!("{} ({context})", error.error),
+        E::ExpectedInitializeRequest(_) => {
+            "the client did not start with an `initialize` request".into()
+        }
+        E::UnexpectedInitializeResponse(_) => "the client's `initialize` was not answered".into(),
+        other => other.to_string(),
     }
 }
 

@@ -23,7 +23,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 mod discovery;
 mod machine;
 mod step_up;
-pub use discovery::{OAuthClientIdentity, OAuthGrant, SigningKey};
+pub(crate) use discovery::offers_oauth;
+pub use discovery::{METADATA_PROBE_BUDGET, OAuthClientIdentity, OAuthGrant, SigningKey};
 pub use machine::MachineAuth;
 pub(crate) use step_up::step_up;
 

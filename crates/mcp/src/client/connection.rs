@@ -1,7 +1,8 @@
 //! A live connection and keeping it alive: [`Conn`], why one closed (the framing error, the
 //! child's exit status, its last stderr lines), reconnecting with exponential back-off
 //! (100 ms doubling, at most 10 s), and turning rmcp's request failures into
-//! [`McpClientError`]s.
+//! [`McpClientError`]s: an HTTP 401/403 on any request becomes `Unauthorized` with what to
+//! do, and no message carries rmcp's internal type names.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -11,8 +12,8 @@ use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 
 use super::McpClient;
 use super::hooks::Hooks;
-use super::transport::kill_child;
-use crate::error::McpClientError;
+use super::transport::{Credential, kill_child, request_auth_failure};
+use crate::error::{McpClientError, service_error_text};
 use crate::stdio::{ChildState, exit_note};
 
 /// The first back-off step after repeated failures.
@@ -25,6 +26,8 @@ pub(super) struct Conn {
     pub(super) child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
     pub(super) state: Arc<ChildState>,
     pub(super) protocol: String,
+    /// The credential the handshake sent (what a later 401 refused).
+    pub(super) credential: Credential,
 }
 
 impl Conn {
@@ -146,13 +149,13 @@ impl McpClient {
                 what: what.to_string(),
                 timeout,
             },
-            ServiceError::McpError(err) => McpClientError::Protocol {
-                server,
-                what: what.to_string(),
-                message: format!("{} (JSON-RPC error {})", err.message, err.code.0),
-            },
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                let refused = request_auth_failure(&e);
                 let mut slot = self.shared.slot.lock().await;
+                let how = slot
+                    .conn
+                    .as_ref()
+                    .map_or(Credential::None, |c| c.credential);
                 let message = match slot.conn.take() {
                     Some(conn) if !conn.alive() || matches!(e, ServiceError::TransportClosed) => {
                         let note = conn.death_note().await;
@@ -164,10 +167,11 @@ impl McpClient {
                     }
                     Some(conn) => {
                         slot.conn = Some(conn);
-                        e.to_string()
+                        service_error_text(&e)
                     }
                     None => slot.last_error.clone(),
                 };
+                drop(slot);
                 // An HTTP server that ended the session with 403 `insufficient_scope`.
                 let denied = self
                     .shared
@@ -180,7 +184,8 @@ impl McpClient {
                         &server,
                         403,
                         Some(&challenge),
-                        super::transport::Credential::OAuth,
+                        Credential::OAuth,
+                        true,
                     );
                     return McpClientError::Unauthorized {
                         server,
@@ -188,6 +193,11 @@ impl McpClient {
                         hint,
                         challenge: Some(challenge),
                     };
+                }
+                // Refused for want of authorization (a token revoked or expired, or a
+                // server that lets `initialize` through but guards the rest).
+                if let Some((status, challenge)) = refused {
+                    return self.unauthorized(status, challenge, how).await;
                 }
                 McpClientError::Closed {
                     server,
@@ -197,7 +207,7 @@ impl McpClient {
             other => McpClientError::Protocol {
                 server,
                 what: what.to_string(),
-                message: other.to_string(),
+                message: service_error_text(&other),
             },
         }
     }

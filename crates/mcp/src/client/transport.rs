@@ -1,8 +1,11 @@
 //! Opening a connection: [`McpTransport`] (a stdio child process, sandboxed or not, or
 //! Streamable HTTP), spawning the child with a cleared environment (and inside its
 //! sandbox, when one is declared), and the handshake under the client's timeout, with the
-//! rmcp handler of `client/hooks.rs`. An HTTP server's 401 or 403 at
-//! the handshake becomes [`McpClientError::Unauthorized`] with what to do; a server
+//! rmcp handler of `client/hooks.rs`. An HTTP server's 401 or 403 (at the handshake or,
+//! through `client/connection.rs`, on any later request) becomes
+//! [`McpClientError::Unauthorized`] with what to do: `toolhost mcp login NAME` when the
+//! server's challenge points at OAuth metadata or its well-known paths publish some
+//! (docs/mcp.md, "Servers that need a token"), the config keys of a static token otherwise; a server
 //! with a stored OAuth login (crate::oauth) gets its access token, refreshed as needed.
 
 use std::collections::HashMap;
@@ -18,7 +21,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use super::McpClient;
 use super::connection::{Conn, why_closed};
 use super::hooks::Hooks;
-use crate::error::McpClientError;
+use crate::error::{McpClientError, init_error_text};
 use crate::sandbox::McpSandbox;
 use crate::stdio::{ChildState, LineGuard, codec_max_line, pump_stderr, resolve_command};
 
@@ -123,15 +126,34 @@ impl McpTransport {
 /// handshake the server refused for want of authorization; `None` for other failures.
 fn http_auth_failure(e: &rmcp::service::ClientInitializeError) -> Option<(u16, Option<String>)> {
     use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::TransportError { error, .. } => auth_failure_in(error.error.as_ref()),
+        E::LegacyFallbackFailed { fallback, .. } => http_auth_failure(fallback),
+        _ => None,
+    }
+}
+
+/// The same for a request after the handshake (`tools/list`, `tools/call`, ...).
+pub(super) fn request_auth_failure(
+    e: &rmcp::service::ServiceError,
+) -> Option<(u16, Option<String>)> {
+    match e {
+        rmcp::service::ServiceError::TransportSend(error) => {
+            auth_failure_in(error.error.as_ref())
+        }
+        _ => None,
+    }
+}
+
+/// The HTTP status (401 or 403) and challenge of an auth refusal somewhere in the chain of
+/// a transport error.
+fn auth_failure_in(
+    error: &(dyn std::error::Error + Send + Sync + 'static),
+) -> Option<(u16, Option<String>)> {
     use rmcp::transport::streamable_http_client::{
         AuthRequiredError, InsufficientScopeError, StreamableHttpError,
     };
-    let error = match e {
-        E::TransportError { error, .. } => error,
-        E::LegacyFallbackFailed { fallback, .. } => return http_auth_failure(fallback),
-        _ => return None,
-    };
-    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(current) = next {
         if let Some(a) = current.downcast_ref::<AuthRequiredError>() {
             return Some((401, Some(a.www_authenticate_header.clone())));
@@ -154,20 +176,28 @@ fn http_auth_failure(e: &rmcp::service::ClientInitializeError) -> Option<(u16, O
     None
 }
 
+/// Whether a `WWW-Authenticate` challenge points at OAuth metadata (`resource_metadata`,
+/// as MCP authorization servers send it).
+fn names_metadata(challenge: &str) -> bool {
+    challenge
+        .to_ascii_lowercase()
+        .contains("resource_metadata")
+}
+
 /// The longest part of a server's `WWW-Authenticate` value shown in an error.
 const MAX_CHALLENGE_SHOWN: usize = 200;
 
-/// What to do about a 401/403 from `server`: the config keys to set, or that the server
-/// wants OAuth (its challenge names `resource_metadata`, as MCP authorization servers
-/// do), with the challenge itself escaped and shortened.
+/// What to do about a 401/403 from `server`: the config keys to set, or, when `oauth`
+/// (the server's challenge points at OAuth metadata, or its well-known paths publish some),
+/// `toolhost mcp login`; with the challenge itself escaped and shortened.
 pub(super) fn unauthorized_hint(
     server: &str,
     status: u16,
     challenge: Option<&str>,
     how: Credential,
+    oauth: bool,
 ) -> String {
     let sent_token = how == Credential::Bearer;
-    let oauth = challenge.is_some_and(|c| c.to_ascii_lowercase().contains("resource_metadata"));
     let mut hint = if how == Credential::OAuth && status == 401 {
         format!(
             "the stored OAuth login was refused or has expired and could not be refreshed; \
@@ -189,6 +219,13 @@ pub(super) fn unauthorized_hint(
         format!(
             "the credential was accepted but is not allowed to do this (scope or role); use \
              a token with more rights in [mcp.servers.{server}]"
+        )
+    } else if sent_token && oauth {
+        format!(
+            "the bearer token was refused; check the token of `bearer_token_env`, \
+             `bearer_token_file` or the `Authorization` header in [mcp.servers.{server}], \
+             or, as the server also offers OAuth 2.1, remove it and run `toolhost mcp login \
+             {server}`"
         )
     } else if sent_token {
         format!(
@@ -224,6 +261,35 @@ pub(super) enum Credential {
     Bearer,
     /// The access token of a stored OAuth login.
     OAuth,
+}
+
+impl McpClient {
+    /// The error of a 401/403 from this server: what to do, after looking for OAuth
+    /// metadata at its well-known paths when a 401's challenge points at none (bounded:
+    /// `crate::oauth::offers_oauth`).
+    pub(super) async fn unauthorized(
+        &self,
+        status: u16,
+        challenge: Option<String>,
+        how: Credential,
+    ) -> McpClientError {
+        let server = self.cfg.server.clone();
+        let mut oauth = challenge.as_deref().is_some_and(names_metadata);
+        if !oauth
+            && status == 401
+            && how != Credential::OAuth
+            && let McpTransport::StreamableHttp { url, .. } = &self.cfg.transport
+        {
+            oauth = crate::oauth::offers_oauth(url, challenge.as_deref(), self.cfg.timeout).await;
+        }
+        let hint = unauthorized_hint(&server, status, challenge.as_deref(), how, oauth);
+        McpClientError::Unauthorized {
+            server,
+            status,
+            hint,
+            challenge,
+        }
+    }
 }
 
 /// Kills a child process and waits (a little) for it to go.
@@ -344,18 +410,11 @@ impl McpClient {
                     Ok(Ok(s)) => s,
                     Ok(Err(e)) => {
                         if let Some((status, challenge)) = http_auth_failure(&e) {
-                            let hint =
-                                unauthorized_hint(&server, status, challenge.as_deref(), how);
-                            return Err(McpClientError::Unauthorized {
-                                server,
-                                status,
-                                hint,
-                                challenge,
-                            });
+                            return Err(self.unauthorized(status, challenge, how).await);
                         }
                         // The URL and the HTTP client's error (which quotes it) may carry
                         // credentials in user-info or the query: hidden.
-                        let message = format!("{e} (url {url})");
+                        let message = format!("{} (url {url})", init_error_text(&e));
                         return Err(McpClientError::Handshake {
                             server,
                             message: toolhost_core::tools::redact::scrub_urls(&message)
@@ -370,7 +429,7 @@ impl McpClient {
                         });
                     }
                 };
-                Ok(Self::finish(service, None, Arc::new(ChildState::default())).await)
+                Ok(Self::finish(service, None, Arc::new(ChildState::default()), how).await)
             }
         }
     }
@@ -450,7 +509,7 @@ impl McpClient {
                 let note = why_closed(Some(&child), &state).await;
                 return Err(McpClientError::Handshake {
                     server,
-                    message: format!("{e}; {note}"),
+                    message: format!("{}; {note}", init_error_text(&e)),
                 });
             }
             Err(_) => {
@@ -462,13 +521,14 @@ impl McpClient {
                 });
             }
         };
-        Ok(Self::finish(service, Some(child), state).await)
+        Ok(Self::finish(service, Some(child), state, Credential::None).await)
     }
 
     async fn finish(
         service: RunningService<RoleClient, Hooks>,
         child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
         state: Arc<ChildState>,
+        credential: Credential,
     ) -> Conn {
         // We keep our own tool cache (invalidated by list_changed); rmcp's would be a second,
         // independently expiring copy.
@@ -487,6 +547,7 @@ impl McpClient {
             child,
             state,
             protocol,
+            credential,
         }
     }
 }

@@ -13,10 +13,20 @@
 //! issuer it names and every endpoint it lists are on the MCP server's own origin, the
 //! origin the client already talks to, so nothing is spoken for that is not the server's
 //! own: only then is the document accepted. Anything off that origin is still refused.
+//!
+//! [`offers_oauth`] runs the same discovery before a 401 is explained to the user, to tell
+//! a server that publishes OAuth metadata (then `toolhost mcp login` is the advice) from
+//! one that wants a static token. That probe is bounded: it only asks the MCP server's own
+//! origin, follows no redirect rmcp does not (rmcp follows only same-origin ones), reads
+//! at most [`PROBE_MAX_BYTES`] per document and takes at most [`METADATA_PROBE_BUDGET`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadata};
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationMetadataSource,
+    OAuthHttpClient, OAuthHttpClientError, OAuthHttpClientFuture, OAuthHttpRequest,
+};
 
 use super::{OAuthError, flow};
 
@@ -24,6 +34,13 @@ use super::{OAuthError, flow};
 const MAX_METADATA_BYTES: usize = 256 * 1024;
 /// How long fetching it may take.
 const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest the look for OAuth metadata before a 401 is explained may take in all (less
+/// when the client's own timeout is shorter); see docs/mcp.md, "Servers that need a token".
+pub const METADATA_PROBE_BUDGET: Duration = Duration::from_secs(5);
+/// How long one request of the probe may take.
+const PROBE_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// The largest document the probe reads (metadata documents are a few KiB).
+const PROBE_MAX_BYTES: usize = 64 * 1024;
 
 /// How toolhost gets its access tokens from a server's authorization server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
@@ -246,6 +263,109 @@ async fn fetch_root_metadata(
         body.extend_from_slice(&chunk);
     }
     serde_json::from_slice(&body).map_err(|e| fail(&format!("authorization server metadata: {e}")))
+}
+
+/// Whether the MCP server at `url` publishes OAuth metadata: protected-resource metadata
+/// (path-based or at the root of its origin, or where its 401 `challenge` points) or
+/// authorization server metadata at its well-known paths (the 2025-03-26 revision's root
+/// `/.well-known/oauth-authorization-server` included). rmcp's discovery, as [`discover`]
+/// runs it for a login, through `ProbeClient` and within `budget` (at most
+/// [`METADATA_PROBE_BUDGET`]); `false` when nothing usable was found in time.
+pub(crate) async fn offers_oauth(url: &str, challenge: Option<&str>, budget: Duration) -> bool {
+    let probe = async {
+        let client = Arc::new(ProbeClient::new(url)?);
+        let manager = AuthorizationManager::new_with_oauth_http_client(url, client)
+            .await
+            .ok()?;
+        let found = match manager.resolve_metadata_from_challenge(challenge).await {
+            // Nothing found: rmcp made up the 2025-03-26 default endpoints.
+            Ok(r) => r.source != AuthorizationMetadataSource::LegacyEndpointFallback,
+            Err(e) => metadata_was_published(&e),
+        };
+        Some(found)
+    };
+    let found = tokio::time::timeout(budget.min(METADATA_PROBE_BUDGET), probe)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false);
+    tracing::debug!(found, "OAuth metadata probe");
+    found
+}
+
+/// Whether a discovery that failed had found the server's OAuth metadata first: its
+/// protected-resource metadata names authorization servers that are elsewhere (the probe
+/// does not go there) or that publish nothing usable, or its authorization server metadata
+/// names another issuer (the login decides whether that is the 2025-03-26 case it accepts).
+fn metadata_was_published(e: &AuthError) -> bool {
+    match e {
+        AuthError::AuthorizationServersUnavailable { .. }
+        | AuthError::AuthorizationServerMismatch { .. } => true,
+        AuthError::DiscoveryRequestFailed { source, .. } => {
+            matches!(source.downcast_ref(), Some(ProbeError::OffOrigin))
+        }
+        _ => false,
+    }
+}
+
+/// Why the probe's client refused a request or a response.
+#[derive(Debug, thiserror::Error)]
+enum ProbeError {
+    /// A URL off the MCP server's origin (named by metadata found on it).
+    #[error("not on the MCP server's origin")]
+    OffOrigin,
+    /// A document over [`PROBE_MAX_BYTES`].
+    #[error("the document is larger than {PROBE_MAX_BYTES} bytes")]
+    TooLarge,
+}
+
+/// The HTTP client of [`offers_oauth`]: requests to the MCP server's own origin only,
+/// redirects never followed (rmcp asks for that during discovery and follows same-origin
+/// ones itself), [`PROBE_REQUEST_TIMEOUT`] per request, bodies up to [`PROBE_MAX_BYTES`].
+/// rmcp's own client reads up to 1 MiB in up to 30 s per request and goes wherever the
+/// metadata points: right for a login the user asked for, too much for an error message.
+struct ProbeClient {
+    origin: url::Origin,
+    http: reqwest::Client,
+}
+
+impl ProbeClient {
+    fn new(url: &str) -> Option<Self> {
+        let origin = url::Url::parse(url).ok()?.origin();
+        let http = reqwest::Client::builder()
+            .timeout(PROBE_REQUEST_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .ok()?;
+        Some(ProbeClient { origin, http })
+    }
+}
+
+impl OAuthHttpClient for ProbeClient {
+    fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
+        Box::pin(async move {
+            let boxed = |e: ProbeError| Box::new(e) as OAuthHttpClientError;
+            let request = reqwest::Request::try_from(request.request)?;
+            if request.url().origin() != self.origin {
+                return Err(boxed(ProbeError::OffOrigin));
+            }
+            let mut response = self.http.execute(request).await?;
+            let mut answer = http::Response::builder()
+                .status(response.status())
+                .version(response.version());
+            for (name, value) in response.headers() {
+                answer = answer.header(name, value);
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await? {
+                if chunk.len() > PROBE_MAX_BYTES - body.len() {
+                    return Err(boxed(ProbeError::TooLarge));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(answer.body(body)?)
+        })
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ impl McpServer {
         let running = self
             .serve((read, write))
             .await
-            .map_err(|e| McpServeError::Session(e.to_string()))?;
+            .map_err(|e| McpServeError::Session(crate::error::serve_init_error_text(&e)))?;
         running
             .waiting()
             .await

@@ -110,6 +110,13 @@ async fn good_call(addr: SocketAddr) {
     let _ = client.close().await;
 }
 
+/// Starts a real toolhost server guarded by the token and makes a good call to it.
+pub(crate) async fn good_call_with_a_token() {
+    let (addr, stop) = start("127.0.0.1:0", with_token()).await;
+    good_call(addr).await;
+    stop.cancel();
+}
+
 #[tokio::test]
 async fn requests_without_the_bearer_token_get_401_and_a_good_call_still_works() {
     let (addr, stop) = start("127.0.0.1:0", with_token()).await;

@@ -9,6 +9,7 @@
 
 mod approvals;
 mod attribution;
+mod auth_advice;
 mod client_everything;
 mod client_misbehaving;
 mod client_peers;
