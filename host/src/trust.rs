@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toolhost_trust::{Grant, Lock, ToolDef, tighter_limit};
+use toolhost_trust::{Capabilities, Lock, ToolDef, tighter_limit};
 
 pub use toolhost_trust::{TrustState, clean};
 
@@ -47,13 +47,13 @@ use crate::tools::ToolRegistry;
 use crate::wasm::folder::FolderSet;
 use crate::wasm::{Policy, ToolSpec};
 
-/// The request of a plugin (its parsed `NAME.toml`) as a trust [`Grant`]: absolute
+/// The request of a plugin (its parsed `NAME.toml`) as a trust [`Capabilities`]: absolute
 /// folders, rules as written, and every limit in force (defaults filled in).
 ///
 /// A requested folder that does not exist yet is part of the request (as its absolute
 /// path): approving the plugin approves it, so creating the folder later needs no new
 /// approval (it is checked against the protected paths when it is there).
-pub fn request_of(policy: &Policy) -> Grant {
+pub fn request_of(policy: &Policy) -> Capabilities {
     let paths = |v: &[PathBuf], key: &str| {
         let mut out: Vec<String> = v.iter().map(|p| p.display().to_string()).collect();
         out.extend(
@@ -65,7 +65,7 @@ pub fn request_of(policy: &Policy) -> Grant {
         );
         out
     };
-    Grant {
+    Capabilities {
         read: paths(&policy.read, "read"),
         write: paths(&policy.write, "write"),
         network: policy.network.iter().map(|r| r.text.clone()).collect(),
@@ -81,7 +81,7 @@ pub fn request_of(policy: &Policy) -> Grant {
 /// The policy a plugin runs with: `request` ∩ `approved` (see the module doc). With no
 /// approval: no capability at all, the request's memory and output caps, and a deadline
 /// and fuel budget no larger than the host defaults.
-pub fn effective_policy(request: &Policy, approved: Option<&Grant>) -> Policy {
+pub fn effective_policy(request: &Policy, approved: Option<&Capabilities>) -> Policy {
     let default = Policy::default();
     let Some(a) = approved else {
         // Limits are not capabilities: the request's memory and output caps (bounded by
@@ -97,36 +97,35 @@ pub fn effective_policy(request: &Policy, approved: Option<&Grant>) -> Policy {
             ..default
         };
     };
-    let has = |list: &[String], item: String| list.contains(&item);
+    // The capabilities are request ∩ approval, on path components
+    // (`Capabilities::intersect`, property-tested in toolhost-trust). A granted folder is
+    // the requested one, or an approved folder inside it; one that does not exist stays
+    // in `missing` (requested, not in effect) and is not opened.
+    let granted = request_of(request).intersect(a);
+    let folders = |granted: &[String], requested: &[PathBuf]| -> Vec<PathBuf> {
+        granted
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| {
+                requested.contains(p)
+                    || (!request.missing.iter().any(|m| &m.path == p) && p.is_dir())
+            })
+            .collect()
+    };
     let mib = |m: u64| usize::try_from(m.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
     let kib = |k: u64| usize::try_from(k.saturating_mul(1024)).unwrap_or(usize::MAX);
     Policy {
         file: request.file.clone(),
-        read: request
-            .read
-            .iter()
-            .filter(|p| has(&a.read, p.display().to_string()))
-            .cloned()
-            .collect(),
-        write: request
-            .write
-            .iter()
-            .filter(|p| has(&a.write, p.display().to_string()))
-            .cloned()
-            .collect(),
+        read: folders(&granted.read, &request.read),
+        write: folders(&granted.write, &request.write),
         network: request
             .network
             .iter()
-            .filter(|r| has(&a.network, r.text.clone()))
+            .filter(|r| granted.network.contains(&r.text))
             .cloned()
             .collect(),
-        sockets: request.sockets && a.sockets,
-        env: request
-            .env
-            .iter()
-            .filter(|e| a.env.contains(e))
-            .cloned()
-            .collect(),
+        sockets: granted.sockets,
+        env: granted.env,
         timeout: match a.timeout_ms {
             Some(ms) => request.timeout.min(std::time::Duration::from_millis(ms)),
             None => request.timeout,
@@ -187,7 +186,7 @@ pub struct PluginTrust {
     /// unapproved plugin under `require_approval = "all"`).
     pub digest: Option<String>,
     /// The grant its tools run with (request ∩ approval; `None`: nothing is offered).
-    pub effective: Option<Grant>,
+    pub effective: Option<Capabilities>,
     /// Tools offered but refusing because they need a requested folder that does not
     /// exist: (tool, why and how to fix it). The plugin's other tools are unaffected.
     pub missing_folder: Vec<(String, String)>,
@@ -517,4 +516,60 @@ pub fn plugin_name(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(read: &[&Path], write: &[&Path]) -> Capabilities {
+        let s = |v: &[&Path]| v.iter().map(|p| p.display().to_string()).collect();
+        Capabilities {
+            read: s(read),
+            write: s(write),
+            ..Capabilities::default()
+        }
+    }
+
+    #[test]
+    fn the_effective_policy_is_request_and_approval_on_path_components() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        for d in ["data/docs", "data/pics", "datax", "out"] {
+            std::fs::create_dir_all(root.join(d)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let file = root.join("p.toml");
+        let request = Policy::parse(
+            "read = [\"./data\", \"./datax\", \"./gone\"]\nwrite = [\"./out\"]\n",
+            &file,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(request.missing.len(), 1, "{request:?}");
+
+        // Approved: only a folder inside the requested one (and the missing one, and a
+        // string prefix of a requested folder that is not a folder above it).
+        let (data, docs, gone) = (root.join("data"), root.join("data/docs"), root.join("gone"));
+        let approved = caps(&[&docs, &gone, &root.join("dat")], &[]);
+        let p = effective_policy(&request, Some(&approved));
+        assert_eq!(p.read, vec![docs.clone()], "the narrower approved folder");
+        assert!(p.write.is_empty(), "write was not approved");
+        assert_eq!(
+            p.missing, request.missing,
+            "a missing folder is never opened"
+        );
+
+        // Approved wider than requested: the requested folder, no more.
+        let approved = caps(&[&root], &[&root]);
+        let p = effective_policy(&request, Some(&approved));
+        assert_eq!(p.read, vec![data.clone(), root.join("datax")]);
+        assert_eq!(p.write, vec![root.join("out")]);
+
+        // As approved, with a trailing `/`: the same.
+        let slash = PathBuf::from(format!("{}/", data.display()));
+        let p = effective_policy(&request, Some(&caps(&[&slash], &[])));
+        assert_eq!(p.read, vec![data]);
+
+        // No approval: no folder at all.
+        assert!(effective_policy(&request, None).read.is_empty());
+    }
 }

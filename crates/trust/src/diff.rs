@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::canon::{ToolDef, canonical_json};
-use crate::grant::Grant;
+use crate::capabilities::Capabilities;
 
 /// A changed tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,9 +25,9 @@ pub struct ToolChange {
 pub struct Diff {
     /// The digest before and after, when the file changed.
     pub digest: Option<(String, String)>,
-    /// Grant lines requested now but not approved (`read /x`, `memory_mb 64`).
+    /// Capabilities lines requested now but not approved (`read /x`, `memory_mb 64`).
     pub grant_added: Vec<String>,
-    /// Grant lines approved but no longer requested.
+    /// Capabilities lines approved but no longer requested.
     pub grant_removed: Vec<String>,
     /// New tools.
     pub tools_added: Vec<ToolDef>,
@@ -41,10 +41,10 @@ impl Diff {
     /// Compares an approval (`old_grant`, `old_tools` hashes, with `old_def` finding the
     /// kept text of a hash) with the request and tools now.
     pub fn between(
-        old_grant: &Grant,
+        old_grant: &Capabilities,
         old_tools: &BTreeMap<String, String>,
         old_def: impl Fn(&str) -> Option<ToolDef>,
-        new_grant: &Grant,
+        new_grant: &Capabilities,
         new_tools: &[ToolDef],
     ) -> Diff {
         let old_lines = old_grant.lines();
@@ -179,15 +179,15 @@ mod tests {
             .iter()
             .map(|d| (d.name.clone(), d.hash()))
             .collect();
-        let old_grant = Grant {
+        let old_grant = Capabilities {
             read: vec!["/data".into()],
             memory_mb: Some(32),
-            ..Grant::default()
+            ..Capabilities::default()
         };
-        let new_grant = Grant {
+        let new_grant = Capabilities {
             read: vec!["/".into()],
             memory_mb: Some(32),
-            ..Grant::default()
+            ..Capabilities::default()
         };
         let new_tools = [
             def(

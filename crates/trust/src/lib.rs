@@ -6,7 +6,9 @@
 //! data, with no wasm or MCP dependency, so that it can be tested alone:
 //!
 //! - [`lock`]: the lock file model, loaded with typed errors and saved atomically;
-//! - [`grant`]: a grant (folders, hosts, env names, limits) and the "within" relation;
+//! - [`capabilities`]: the capability set of a request or an approval (folders, hosts,
+//!   env names, limits), the "within" relation and the intersection, both on path
+//!   components;
 //! - [`canon`]: canonical JSON and the hash of a tool definition;
 //! - [`defs`]: the approved tool definitions kept beside the lock, so a later diff can
 //!   show the old text next to the new;
@@ -14,18 +16,18 @@
 //! - [`state`]: the trust state of a plugin or an MCP server's tools.
 
 pub mod canon;
+pub mod capabilities;
 pub mod defs;
 pub mod diff;
 pub mod error;
-pub mod grant;
 pub mod lock;
 pub mod state;
 
 pub use canon::{ToolDef, canonical_json};
+pub use capabilities::{Capabilities, tighter_limit};
 pub use defs::DefStore;
 pub use diff::{Diff, ToolChange};
 pub use error::TrustError;
-pub use grant::{Grant, tighter_limit};
 pub use lock::{
     LOCK_FILE, Lock, McpEntry, PluginEntry, SignatureCovers, now_rfc3339, write_atomically,
 };

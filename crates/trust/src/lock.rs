@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::capabilities::Capabilities;
 use crate::error::TrustError;
-use crate::grant::Grant;
 
 /// The lock file's name in the plugins folder.
 pub const LOCK_FILE: &str = "toolhost.lock";
@@ -84,7 +84,7 @@ pub struct PluginEntry {
     pub approved_at: String,
     /// The approved grant.
     #[serde(default)]
-    pub grant: Grant,
+    pub grant: Capabilities,
     /// Hash of each approved tool definition, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, String>,
@@ -212,10 +212,10 @@ mod tests {
                 signer: Some("A1B2C3D4E5F60718".into()),
                 signature_covers: Some(SignatureCovers::Package),
                 approved_at: now_rfc3339(),
-                grant: Grant {
+                grant: Capabilities {
                     read: vec!["/p/files-data".into()],
                     memory_mb: Some(32),
-                    ..Grant::default()
+                    ..Capabilities::default()
                 },
                 tools: [("read_file".to_string(), "sha256:11".to_string())].into(),
             },

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::canon::ToolDef;
-use crate::grant::Grant;
+use crate::capabilities::Capabilities;
 use crate::lock::PluginEntry;
 
 /// Which changed plugin files (a digest that differs from the lock's) keep their approval
@@ -108,7 +108,7 @@ fn changed_tools(approved: &BTreeMap<String, String>, tools: &[ToolDef]) -> Vec<
 pub fn evaluate(
     entry: Option<&PluginEntry>,
     digest: &str,
-    request: &Grant,
+    request: &Capabilities,
     tools: &[ToolDef],
     opts: TrustOptions,
     signed_by: Option<&str>,
@@ -219,7 +219,7 @@ mod tests {
         ToolDef::new(name, desc, json!({"type": "object"}), vec![])
     }
 
-    fn entry(grant: Grant, tools: &[ToolDef]) -> PluginEntry {
+    fn entry(grant: Capabilities, tools: &[ToolDef]) -> PluginEntry {
         PluginEntry {
             source: "file:///x.wasm".into(),
             digest: "sha256:old".into(),
@@ -238,9 +238,9 @@ mod tests {
             ..TrustOptions::default()
         };
         let tools = [def("a", "A."), def("b", "B.")];
-        let grant = Grant {
+        let grant = Capabilities {
             read: vec!["/d".into()],
-            ..Grant::default()
+            ..Capabilities::default()
         };
         let e = entry(grant.clone(), &tools);
         assert_eq!(
@@ -255,7 +255,7 @@ mod tests {
             evaluate(
                 Some(&e),
                 "sha256:new",
-                &Grant::default(),
+                &Capabilities::default(),
                 &tools,
                 opts,
                 None
@@ -265,9 +265,9 @@ mod tests {
                 signer: None,
             }
         );
-        let wider = Grant {
+        let wider = Capabilities {
             read: vec!["/".into()],
-            ..Grant::default()
+            ..Capabilities::default()
         };
         let held = evaluate(Some(&e), "sha256:new", &wider, &tools, opts, None);
         assert!(
@@ -299,7 +299,7 @@ mod tests {
         let opts = TrustOptions::default();
         assert_eq!(opts.updates, UpdateRule::Signed);
         let tools = [def("a", "A.")];
-        let grant = Grant::default();
+        let grant = Capabilities::default();
         let unsigned = entry(grant.clone(), &tools);
         let signed = PluginEntry {
             signer: Some("AAAA".into()),

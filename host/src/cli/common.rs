@@ -196,7 +196,7 @@ pub fn confirm(yes: bool, question: &str) -> anyhow::Result<()> {
 pub fn refuse_denied_folders(
     config: &HostConfig,
     name: &str,
-    request: &toolhost_trust::Grant,
+    request: &toolhost_trust::Capabilities,
 ) -> anyhow::Result<()> {
     let refused = config
         .permissions

@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use toolhost::config::HostConfig;
 use toolhost::mcp::McpClient;
 use toolhost::trust::{clean, mcp_tool_def};
-use toolhost_trust::{DefStore, Diff, Grant, Lock, McpEntry, ToolDef};
+use toolhost_trust::{Capabilities, DefStore, Diff, Lock, McpEntry, ToolDef};
 
 /// Approves the tools of MCP server `server` as it describes them now.
 pub async fn approve(
@@ -50,10 +50,10 @@ pub async fn approve(
     }
     if let Some(entry) = lock.mcp.get(server) {
         let diff = Diff::between(
-            &Grant::default(),
+            &Capabilities::default(),
             &entry.tools,
             |h| store.load(h),
-            &Grant::default(),
+            &Capabilities::default(),
             &defs,
         );
         if diff.is_empty() {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use toolhost_trust::{DefStore, Diff, Grant, PluginEntry, ToolDef};
+use toolhost_trust::{Capabilities, DefStore, Diff, PluginEntry, ToolDef};
 
 use super::{effective_policy, request_of, tool_def};
 use crate::loader::wasm_engine;
@@ -16,7 +16,7 @@ pub struct Candidate {
     /// The plugin name.
     pub name: String,
     /// The request as a grant (what approving grants).
-    pub request: Grant,
+    pub request: Capabilities,
     /// "sha256:HEX" of the file.
     pub digest: String,
     /// The tool definitions, as described by the component (run with no capability).
