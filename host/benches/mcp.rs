@@ -59,7 +59,7 @@ fn criterion_part(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
 
     if let Some(dir) = plugins() {
         let wasm = ToolRegistry::new();
-        let problems = rt.block_on(toolhost::loader::load_plugins(&wasm, &dir));
+        let problems = rt.block_on(toolhost::host::load_plugins(&wasm, &dir));
         if wasm.contains("add") {
             g.bench_function("wasm_calc_add_registry", |b| {
                 b.iter(|| rt.block_on(async { wasm.invoke("add", json!({"x": 2, "y": 3})).await }))
@@ -338,7 +338,7 @@ fn start_to_ready(dir: &Path) {
         }
     };
     let full = ToolRegistry::new();
-    rt.block_on(toolhost::loader::load_plugins(&full, dir));
+    rt.block_on(toolhost::host::load_plugins(&full, dir));
     let expected = full.len();
     let (mut answered, mut listed) = (Vec::new(), Vec::new());
     for _ in 0..20 {

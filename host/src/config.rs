@@ -199,7 +199,7 @@ impl HostConfig {
     /// Every file of toolhost's own this config names: the credential files
     /// (`[serve] auth_token_file`; per MCP server `bearer_token_file` and the OAuth
     /// `client_secret_file` and `private_key_file`) and the audit trail. No plugin policy
-    /// may grant them or a folder above them (see [`crate::loader::protect_config_paths`]).
+    /// may grant them or a folder above them (see [`crate::host::Host::protect_config`]).
     pub fn credential_files(&self) -> Vec<std::path::PathBuf> {
         let mut out: Vec<std::path::PathBuf> = self.serve.auth_token_file.iter().cloned().collect();
         out.extend(self.audit.path.iter().cloned());

@@ -33,8 +33,11 @@ pub use toolhost_llm as llm;
 pub use toolhost_mcp as mcp;
 pub use toolhost_wasm as wasm;
 
+pub use host::Host;
+
 pub mod approvals;
 pub mod config;
+pub mod host;
 pub mod loader;
 pub mod permissions;
 pub mod reload;

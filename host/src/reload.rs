@@ -42,7 +42,8 @@ use tokio::time::Instant;
 use toolhost_trust::LOCK_FILE;
 
 use crate::config::TrustConfig;
-use crate::loader::{LoadProblem, wasm_engine};
+use crate::host::Host;
+use crate::loader::LoadProblem;
 use crate::tools::{ToolEntry, ToolRegistry, ToolSource};
 use crate::trust::{
     PluginTrust, plugin_name, prepare_plugin, read_lock, record_update, register_prepared,
@@ -200,16 +201,17 @@ pub fn watch(dir: &Path) -> Result<FolderWatch, ReloadError> {
 impl FolderWatch {
     /// Applies every change of the folder to `registry` once it has been quiet for
     /// [`QUIET_PERIOD`], one batch at a time, for as long as the task runs. `loaded` is
-    /// what the start-up load decided (so unchanged plugins are left alone); call this
-    /// once that load has finished.
+    /// what the start-up load on `host` decided (so unchanged plugins are left alone);
+    /// call this once that load has finished. Reloads run on the same host.
     pub async fn run(
         self,
+        host: Host,
         registry: ToolRegistry,
         cfg: TrustConfig,
         loaded: Vec<PluginTrust>,
         set: FolderSet,
     ) {
-        let mut live = LiveFolder::new(registry, &self.dir, cfg, loaded, set);
+        let mut live = LiveFolder::new(host, registry, &self.dir, cfg, loaded, set);
         tracing::info!(dir = %line(&self.dir.display().to_string()), "watching the plugins folder for changes");
         loop {
             let keys = match self.pending.take_quiet() {
@@ -245,6 +247,7 @@ impl FolderWatch {
 /// plugin ([`LiveFolder::reload`]).
 #[derive(Debug)]
 pub struct LiveFolder {
+    host: Host,
     registry: ToolRegistry,
     dir: PathBuf,
     cfg: TrustConfig,
@@ -255,9 +258,11 @@ pub struct LiveFolder {
 }
 
 impl LiveFolder {
-    /// The folder `dir` as loaded into `registry` at start (`loaded` and `set`: the
-    /// start-up decisions and plugins of [`crate::trust::load_folder_with`]).
+    /// The folder `dir` as loaded into `registry` on `host` at start (`loaded` and `set`:
+    /// the start-up decisions and plugins of [`Host::load_folder`]); reloads run on the
+    /// same host.
     pub fn new(
+        host: Host,
         registry: ToolRegistry,
         dir: &Path,
         cfg: TrustConfig,
@@ -266,6 +271,7 @@ impl LiveFolder {
     ) -> LiveFolder {
         let offered = loaded.into_iter().map(|t| (t.name.clone(), t)).collect();
         LiveFolder {
+            host,
             registry,
             dir: dir.to_path_buf(),
             cfg,
@@ -290,17 +296,7 @@ impl LiveFolder {
     pub async fn reload(&mut self, names: &BTreeSet<String>) -> Vec<LoadProblem> {
         let _loading = self.registry.begin_loading();
         let mut problems = Vec::new();
-        let engine = match wasm_engine() {
-            Ok(e) => e,
-            Err(e) => {
-                let p = LoadProblem {
-                    source: self.dir.display().to_string(),
-                    message: format!("live reload is off: {e}"),
-                };
-                warn_problem(&p);
-                return vec![p];
-            }
-        };
+        let engine = self.host.engine().clone();
         let (mut lock, lock_problem) = read_lock(&self.dir);
         let lock_ok = lock_problem.is_none();
         if let Some(p) = lock_problem {

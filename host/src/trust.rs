@@ -6,7 +6,8 @@
 //!   network rules and env names that are still requested, sockets only if both say so,
 //!   and each limit the smaller of request and approval (an unapproved plugin: no
 //!   capability, its requested memory and output caps, a deadline and fuel of at most the defaults).
-//! - [`load_plugins`]: loads a plugins folder under the lock: unapproved plugins load
+//! - [`load_folder_with`] (through [`Host::load_folder`]): loads a plugins folder under
+//!   the lock, on the host's engine and under its protected paths: unapproved plugins load
 //!   without capability (their tools that would need one refuse with the command that
 //!   approves them) or not at all (`require_approval = "all"`); changed tool definitions
 //!   are withheld; a held plugin offers nothing; a compatible update is recorded.
@@ -39,10 +40,8 @@ pub(crate) use offer::{
 };
 
 use crate::config::TrustConfig;
-use crate::loader::{
-    LoadEvent, LoadProblem, LoadProgress, NoProgress, SLOW_LOAD, human_bytes, plugin_problem,
-    wasm_engine,
-};
+use crate::host::Host;
+use crate::loader::{LoadEvent, LoadProblem, LoadProgress, SLOW_LOAD, human_bytes, plugin_problem};
 use crate::tools::ToolRegistry;
 use crate::wasm::folder::FolderSet;
 use crate::wasm::{Policy, ToolSpec};
@@ -259,29 +258,6 @@ impl PluginTrust {
     }
 }
 
-/// Loads every plugin of `dir` into `registry` under the lock of `dir`. Returns what was
-/// decided per plugin and the problems met (bad plugins, a bad lock); good plugins load
-/// regardless. An unreadable lock counts as empty (every plugin unapproved), never as
-/// approval. See [`load_plugins_with`].
-pub async fn load_plugins(
-    registry: &ToolRegistry,
-    dir: &Path,
-    cfg: &TrustConfig,
-) -> (Vec<PluginTrust>, Vec<LoadProblem>) {
-    load_plugins_with(registry, dir, cfg, &NoProgress).await
-}
-
-/// [`load_plugins`], reporting its progress to `progress`. See [`load_folder_with`].
-pub async fn load_plugins_with(
-    registry: &ToolRegistry,
-    dir: &Path,
-    cfg: &TrustConfig,
-    progress: &dyn LoadProgress,
-) -> (Vec<PluginTrust>, Vec<LoadProblem>) {
-    let loaded = load_folder_with(registry, dir, cfg, progress).await;
-    (loaded.reports, loaded.problems)
-}
-
 /// What a start-up load of a plugins folder did.
 #[derive(Debug, Default)]
 pub struct LoadedFolder {
@@ -293,7 +269,11 @@ pub struct LoadedFolder {
     pub problems: Vec<LoadProblem>,
 }
 
-/// [`load_plugins_with`], also returning the plugins registered.
+/// Loads every plugin of `dir` into `registry` under the lock of `dir`, on `host`'s
+/// engine and under its protected paths (usually through [`Host::load_folder`]): what was
+/// decided per plugin, the plugins registered and the problems met (bad plugins, a bad
+/// lock); good plugins load regardless. An unreadable lock counts as empty (every plugin
+/// unapproved), never as approval.
 ///
 /// **Parallel, yet deterministic.** Each component is compiled, described and evaluated
 /// against the lock on a blocking thread, at most [`std::thread::available_parallelism`]
@@ -306,12 +286,13 @@ pub struct LoadedFolder {
 /// later (larger) components still compile, and the outcome never depends on which
 /// compile finishes first. The lock is written once, at the end.
 pub async fn load_folder_with(
+    host: &Host,
     registry: &ToolRegistry,
     dir: &Path,
     cfg: &TrustConfig,
     progress: &dyn LoadProgress,
 ) -> LoadedFolder {
-    let (reports, set, problems) = load_folder_inner(registry, dir, cfg, progress).await;
+    let (reports, set, problems) = load_folder_inner(host, registry, dir, cfg, progress).await;
     LoadedFolder {
         reports,
         set,
@@ -320,6 +301,7 @@ pub async fn load_folder_with(
 }
 
 async fn load_folder_inner(
+    host: &Host,
     registry: &ToolRegistry,
     dir: &Path,
     cfg: &TrustConfig,
@@ -327,16 +309,7 @@ async fn load_folder_inner(
 ) -> (Vec<PluginTrust>, FolderSet, Vec<LoadProblem>) {
     let mut problems = Vec::new();
     let mut set = FolderSet::new();
-    let engine = match wasm_engine() {
-        Ok(e) => e,
-        Err(e) => {
-            problems.push(LoadProblem {
-                source: dir.display().to_string(),
-                message: e.to_string(),
-            });
-            return (Vec::new(), set, problems);
-        }
-    };
+    let engine = host.engine().clone();
     let files = match crate::wasm::folder::plugin_files(dir) {
         Ok(f) => f,
         Err(e) => return (Vec::new(), set, vec![plugin_problem(&e)]),

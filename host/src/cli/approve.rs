@@ -40,7 +40,8 @@ pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
     let lock_path = Lock::path_in(&dir);
     let mut lock = Lock::load(&lock_path)?;
     let store = DefStore::in_dir(&dir);
-    let cand = Candidate::load(name, &wasm)
+    let host = super::common::host(&args.host, &config, false)?;
+    let cand = Candidate::load(&host, name, &wasm)
         .await
         .with_context(|| format!("loading {}", wasm.display()))?;
     print!("{}", cand.summary());

@@ -5,12 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use toolhost::Host;
 use toolhost::config::HostConfig;
 use toolhost::loader::{LoadProblem, LoadProgress};
 use toolhost::tools::ToolRegistry;
-use toolhost::trust::{
-    McpWithheld, PluginTrust, approve_hint, clean, connect_mcp, load_folder_with,
-};
+use toolhost::trust::{McpWithheld, PluginTrust, approve_hint, clean, connect_mcp};
 use toolhost_trust::{Lock, McpToolState};
 
 use super::HostArgs;
@@ -50,16 +49,23 @@ pub fn new_registry(args: &HostArgs, config: &HostConfig) -> anyhow::Result<Tool
 }
 
 /// Reads the config (a missing default file is fine; a missing explicit one is an error).
-/// The config file and every credential file it names become ungrantable to plugin
-/// policies ([`toolhost::loader::protect_config_paths`]).
 pub fn load_config(args: &HostArgs) -> anyhow::Result<HostConfig> {
     let explicit = args.config.as_path() != std::path::Path::new("toolhost.toml");
-    // The config file is protected even when it cannot be read or does not exist yet: a
-    // plugin that could write it could add MCP servers, i.e. run commands.
-    toolhost::loader::protect_paths([args.config.clone()]);
-    let config = HostConfig::load(&args.config, explicit).context("loading the host config")?;
-    toolhost::loader::protect_config_paths(&args.config, &config);
-    Ok(config)
+    HostConfig::load(&args.config, explicit).context("loading the host config")
+}
+
+/// The [`Host`] of a command that read `config` from `args.config`: toolhost's own state,
+/// the config file and every credential file it names are ungrantable to plugin policies
+/// ([`Host::protect_config`]). `long_lived` for `serve` ([`Host::long_lived`]).
+pub fn host(args: &HostArgs, config: &HostConfig, long_lived: bool) -> anyhow::Result<Host> {
+    let host = if long_lived {
+        Host::long_lived()
+    } else {
+        Host::new()
+    }
+    .context("creating the wasm engine")?;
+    host.protect_config(&args.config, config);
+    Ok(host)
 }
 
 /// Builds the registry from the plugins folder and the config's MCP servers. Problems with
@@ -91,27 +97,29 @@ pub async fn build_registry_with_trust(
     args: &HostArgs,
 ) -> anyhow::Result<(ToolRegistry, Vec<LoadProblem>, TrustReport)> {
     let config = load_config(args)?;
+    let host = host(args, &config, false)?;
     let registry = new_registry(args, &config)?;
     let progress = super::progress::Bar::for_stderr();
-    let (problems, report) = load_all(&registry, args, &config, &progress).await;
+    let (problems, report) = load_all(&host, &registry, args, &config, &progress).await;
     Ok((registry, problems, report))
 }
 
-/// Loads the plugins folder (under the lock, see [`load_folder_with`]) and then the
+/// Loads the plugins folder on `host` (under the lock, see [`Host::load_folder`]) and then the
 /// config's MCP servers into `registry`, and prints the warnings: problems with single
 /// plugins or servers, held plugins, withheld tools (with the command that approves
 /// them). Plugins come first, so a plugin keeps a tool name an MCP server also offers
 /// (the server's tool becomes `server__tool`), whatever finishes first.
 pub async fn load_all(
+    host: &Host,
     registry: &ToolRegistry,
     args: &HostArgs,
     config: &HostConfig,
     progress: &dyn LoadProgress,
 ) -> (Vec<LoadProblem>, TrustReport) {
     let dir = plugins_dir(args, config);
-    // The config file and the credential files it names were protected when it was
-    // read (`load_config`).
-    let loaded = load_folder_with(registry, &dir, &config.trust, progress).await;
+    let loaded = host
+        .load_folder(registry, &dir, &config.trust, progress)
+        .await;
     let (plugins, folder, mut problems) = (loaded.reports, loaded.set, loaded.problems);
     // A bad lock was reported by load_plugins; MCP tools then have no pins.
     let lock = Lock::load(&Lock::path_in(&dir)).unwrap_or_default();

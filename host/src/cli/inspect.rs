@@ -21,7 +21,7 @@ pub struct InspectArgs {
 
 /// Runs `toolhost inspect`.
 pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let engine = toolhost::loader::wasm_engine()?;
+    let engine = toolhost::Host::new()?.engine().clone();
     let progress = super::progress::Bar::for_stderr();
     let file = args.file.clone();
     let plugin = super::progress::load_one(&progress, &args.file, async move {

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use toolhost::Host;
 use toolhost::config::HostConfig;
 use toolhost::trust::Candidate;
 use toolhost::wasm::Policy;
@@ -141,7 +142,7 @@ struct Staged {
 /// Stages `fetched` as plugin `name` of `dir` and describes it with no capability. The
 /// request is parsed as if it were already `dir/NAME.toml` (its relative folders are
 /// relative to the plugins folder).
-async fn stage(dir: &Path, name: &str, fetched: &Fetched) -> anyhow::Result<Staged> {
+async fn stage(host: &Host, dir: &Path, name: &str, fetched: &Fetched) -> anyhow::Result<Staged> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let tmp = tempfile::Builder::new()
         .prefix(".toolhost-install-")
@@ -151,15 +152,11 @@ async fn stage(dir: &Path, name: &str, fetched: &Fetched) -> anyhow::Result<Stag
     std::fs::write(&wasm, &fetched.wasm).with_context(|| format!("writing {}", wasm.display()))?;
     let final_toml = dir.join(format!("{name}.toml"));
     let request = match &fetched.request {
-        Some(text) => Policy::parse_protected(
-            text,
-            &final_toml,
-            &toolhost::loader::wasm_engine()?.protected_paths(),
-        )
-        .map_err(|e| anyhow::anyhow!("request check failed: {e}"))?,
+        Some(text) => Policy::parse_protected(text, &final_toml, &host.engine().protected_paths())
+            .map_err(|e| anyhow::anyhow!("request check failed: {e}"))?,
         None => Policy::default(),
     };
-    let cand = Candidate::load_with_request(name, &wasm, &request)
+    let cand = Candidate::load_with_request(host, name, &wasm, &request)
         .await
         .map_err(|e| anyhow::anyhow!("component check failed: {e:#}"))?;
     Ok(Staged {
@@ -219,6 +216,7 @@ fn config_and_dir(host: &super::HostArgs) -> anyhow::Result<(HostConfig, PathBuf
 /// Runs `toolhost install`.
 pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     let (config, dir) = config_and_dir(&args.host)?;
+    let host = super::common::host(&args.host, &config, false)?;
     let source = parse_source(&args.source)?;
     let (fetched, signed) = fetch_checked(
         &source,
@@ -236,7 +234,7 @@ pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
             dir.display()
         );
     }
-    let staged = stage(&dir, &name, &fetched).await?;
+    let staged = stage(&host, &dir, &name, &fetched).await?;
     print!("{}", staged.cand.summary());
     super::common::refuse_denied_folders(&config, &name, &staged.cand.request)?;
     println!(
@@ -259,6 +257,7 @@ pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
 /// Runs `toolhost update`.
 pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
     let (config, dir) = config_and_dir(&args.host)?;
+    let host = super::common::host(&args.host, &config, false)?;
     let lock = Lock::load(&Lock::path_in(&dir))?;
     let names: Vec<String> = match &args.name {
         Some(n) => {
@@ -289,7 +288,7 @@ pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
         )
         .await
         .with_context(|| format!("updating {name}"))?;
-        let staged = stage(&dir, &name, &fetched).await?;
+        let staged = stage(&host, &dir, &name, &fetched).await?;
         let diff = staged.cand.diff(Some(entry), &store).unwrap_or_default();
         if diff.is_empty() {
             println!("{name}: up to date");

@@ -26,6 +26,7 @@ pub async fn run(args: LockArgs) -> anyhow::Result<ExitCode> {
         bail!("nothing to do: use `toolhost lock --check`");
     }
     let config = super::common::load_config(&args.host)?;
+    let host = super::common::host(&args.host, &config, false)?;
     let dir = super::common::plugins_dir(&args.host, &config);
     let lock = Lock::load(&Lock::path_in(&dir))?;
     let files = toolhost::wasm::folder::plugin_files(&dir)?;
@@ -50,9 +51,7 @@ pub async fn run(args: LockArgs) -> anyhow::Result<ExitCode> {
                 entry.digest
             ));
         }
-        let protected = toolhost::loader::wasm_engine()
-            .map(|e| e.protected_paths())
-            .unwrap_or_default();
+        let protected = host.engine().protected_paths();
         match toolhost::wasm::Policy::for_component_protected(path, &protected) {
             Ok(policy) => {
                 let excess = request_of(&policy).excess(&entry.grant);

@@ -16,7 +16,7 @@
 //! registered. `tools/list` returns the tools that are ready, `notifications/tools/
 //! list_changed` announces the others, and a call of a tool that is still loading waits
 //! for it (see `docs/design.md`, "Start-up"). Trust decisions are those of every other
-//! command ([`toolhost::trust::load_plugins_with`]).
+//! command ([`toolhost::Host::load_folder`]).
 //!
 //! **Live plugins folder.** Unless `--no-watch`, the plugins folder is watched once the
 //! start-up load is done: a plugin dropped in, replaced or deleted is loaded, replaced or
@@ -197,13 +197,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // A broken config is an error before anything is served; plugins and servers that
     // fail to load are warnings, as in the other commands.
     let config = super::common::load_config(&args.host)?;
-    // The token files given on the command line are credentials like those the config
-    // names: no plugin policy may grant them or a folder above them.
-    toolhost::loader::protect_paths(args.auth_token_file.iter().cloned());
     // A long-lived host: components missing from the compile cache start on baseline
     // code and are swapped to optimized code in the background (docs/design.md,
     // "Compile tiers").
-    toolhost::loader::use_long_lived_engine();
+    let th = super::common::host(&args.host, &config, true)?;
+    // The token files given on the command line are credentials like those the config
+    // names: no plugin policy may grant them or a folder above them.
+    th.protect_paths(args.auth_token_file.iter().cloned());
     // Tokens are checked before anything loads: a bad token file or an unauthenticated
     // --allow-remote stops here.
     let tokens = match args.http {
@@ -247,7 +247,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let t0 = std::time::Instant::now();
         tracing::info!("loading the plugins and MCP servers in the background");
         let (problems, report) =
-            super::common::load_all(&background, &host, &config, &NoProgress).await;
+            super::common::load_all(&th, &background, &host, &config, &NoProgress).await;
         tracing::info!(
             tools = background.len(),
             problems = problems.len(),
@@ -262,6 +262,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(watch) = watch {
             watch
                 .run(
+                    th,
                     background,
                     config.trust.clone(),
                     report.plugins,

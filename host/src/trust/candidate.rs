@@ -7,7 +7,7 @@ use std::path::Path;
 use toolhost_trust::{Capabilities, DefStore, Diff, PluginEntry, ToolDef};
 
 use super::{effective_policy, request_of, tool_def};
-use crate::loader::wasm_engine;
+use crate::host::Host;
 use crate::wasm::{Plugin, Policy};
 
 /// A plugin file as `approve` and `install` present it: its request, digest and tools.
@@ -24,24 +24,23 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// Loads `wasm` (with `request_file` as its `NAME.toml`, if any) with no capability
-    /// and describes it. Nothing is written.
-    pub async fn load(name: &str, wasm: &Path) -> anyhow::Result<Candidate> {
-        let engine = wasm_engine()?;
-        let request = Policy::for_component_protected(wasm, &engine.protected_paths())?;
-        Self::load_with_request(name, wasm, &request).await
+    /// Loads `wasm` (with its `NAME.toml`, if any) on `host` with no capability and
+    /// describes it. Nothing is written.
+    pub async fn load(host: &Host, name: &str, wasm: &Path) -> anyhow::Result<Candidate> {
+        let request = Policy::for_component_protected(wasm, &host.engine().protected_paths())?;
+        Self::load_with_request(host, name, wasm, &request).await
     }
 
     /// [`Candidate::load`] with the request given (parsed against where `NAME.toml` will
     /// live), for a component staged elsewhere before it is installed.
     pub async fn load_with_request(
+        host: &Host,
         name: &str,
         wasm: &Path,
         request: &Policy,
     ) -> anyhow::Result<Candidate> {
-        let engine = wasm_engine()?;
         let plugin =
-            Plugin::load_with_policy(&engine, wasm, effective_policy(request, None)).await?;
+            Plugin::load_with_policy(host.engine(), wasm, effective_policy(request, None)).await?;
         Ok(Candidate {
             name: name.to_string(),
             request: request_of(request),
