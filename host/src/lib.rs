@@ -35,6 +35,7 @@ pub use toolhost_wasm as wasm;
 
 pub use host::Host;
 
+pub mod admin;
 pub mod approvals;
 pub mod config;
 pub mod host;

@@ -295,6 +295,8 @@ impl LiveFolder {
     /// logged as a warning). The registry counts as loading meanwhile.
     pub async fn reload(&mut self, names: &BTreeSet<String>) -> Vec<LoadProblem> {
         let _loading = self.registry.begin_loading();
+        // Counted for the admin endpoint's metrics (a no-op without a recorder).
+        metrics::counter!("toolhost_reloads_total").increment(1);
         let mut problems = Vec::new();
         let engine = self.host.engine().clone();
         let (mut lock, lock_problem) = read_lock(&self.dir);

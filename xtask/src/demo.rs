@@ -13,8 +13,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// The `toolhost` binary the demo built.
+/// The host the demo built: the `demo` profile (Cargo.toml: most dependencies
+/// unoptimised, the component compiler optimised), for a first build that is short.
 fn binary() -> PathBuf {
-    crate::root().join("target").join("debug").join("toolhost")
+    crate::root().join("target").join("demo").join("toolhost")
 }
 
 fn toolhost(dir: &Path, args: &[&str]) -> Command {
@@ -84,11 +86,11 @@ pub fn run() -> crate::Result {
 
 fn steps() -> crate::Result {
     let built = crate::plugins::build_examples()?;
-    crate::step("cargo build -p toolhost");
+    crate::step("cargo build -p toolhost --profile demo");
     crate::run(
         Command::new(crate::cargo())
             .current_dir(crate::root())
-            .args(["build", "-p", "toolhost"]),
+            .args(["build", "--locked", "-p", "toolhost", "--profile", "demo"]),
     )?;
     let dir = demo_folder(&built)?;
     let d = dir.as_path();

@@ -445,9 +445,7 @@ pub(crate) fn apt_install(pkgs: &[&str]) -> crate::Result {
     };
     if install().is_err() {
         crate::run(Command::new("apt-get").args(["update", "-qq"]))?;
-        install().map_err(|e| {
-            format!("{e}\nthe C guest toolchain needs these Debian packages: {pkgs:?}")
-        })?;
+        install().map_err(|e| format!("{e}\nthese Debian packages are needed: {pkgs:?}"))?;
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ mod demo;
 mod fuzz;
 mod langs;
 mod peers_bench;
+mod peers_deploy;
 mod peers_dist;
 mod peers_llm;
 mod peers_mcp;
@@ -146,6 +147,7 @@ pub fn run(cmd: &mut Command) -> Result {
 fn setup_peers() -> Result {
     peers_mcp::setup()?;
     peers_llm::setup()?;
+    peers_deploy::setup()?;
     peers_dist::setup()?;
     Ok(())
 }
@@ -218,7 +220,9 @@ fn test_steps(extra: &[String]) -> Result {
     let background = std::thread::spawn(|| {
         BACKGROUND.set(true);
         let started = std::time::Instant::now();
-        let result = peers_mcp::setup().and_then(|()| peers_llm::setup());
+        let result = peers_mcp::setup()
+            .and_then(|()| peers_llm::setup())
+            .and_then(|()| peers_deploy::setup());
         (result, started.elapsed())
     });
     let plugins_dir = plugins::build_all()?;
@@ -262,6 +266,7 @@ fn test_steps(extra: &[String]) -> Result {
         .env("TOOLHOST_TEST_PLUGINS", &plugins_dir);
     timing::run_cargo_test(&mut cmd)?;
     install_route(&plugins_dir)?;
+    peers_deploy::lint_manifests()?;
     disk_report();
     fuzz::run(20, fuzz::Build::Quick)
 }

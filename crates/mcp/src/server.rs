@@ -72,6 +72,7 @@ use toolhost_core::tools::{
 };
 
 mod auth;
+mod drain;
 mod gateway_session;
 mod http;
 mod sessions;

@@ -6,6 +6,7 @@
 //!   server-filesystem, the Python `mcp` package); a missing peer fails the test in CI
 //!   (`CI=true`) and skips it, with a message, elsewhere.
 //! - [`jsonrpc`]: a raw JSON-RPC line client over a child's stdio.
+//! - [`http`]: raw HTTP/1.1 requests, and a raw MCP client over them.
 //! - [`serve`]: a real `toolhost serve --http` on a free loopback port.
 //! - [`registry`]: a real OCI registry (Debian `docker-registry`) on 127.0.0.1.
 //! - [`minisign`]: key pairs and signatures made by the real `minisign` tool.
@@ -20,6 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod http;
 pub mod jsonrpc;
 pub mod minisign;
 pub mod peers;

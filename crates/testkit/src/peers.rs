@@ -43,6 +43,11 @@ pub fn on_path(var: &str, program: &str) -> Option<PathBuf> {
     peer(var, found.unwrap_or_else(|| PathBuf::from(program)))
 }
 
+/// HAProxy (Debian `haproxy`, installed by `cargo xtask peers`).
+pub fn haproxy() -> Option<PathBuf> {
+    on_path("TOOLHOST_HAPROXY", "haproxy")
+}
+
 /// server-everything's entry script (npm `@modelcontextprotocol/server-everything`).
 pub fn everything() -> Option<PathBuf> {
     peer(

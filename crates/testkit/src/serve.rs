@@ -74,6 +74,38 @@ impl ServeHttp {
         }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `127.0.0.1:PORT` of the MCP endpoint.
+    pub fn addr(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string()
+    }
+
+    /// `HOST:PORT` of the admin endpoints (`--admin`), once it printed them.
+    pub fn admin_addr(&self) -> Option<String> {
+        let text = self.stderr();
+        let rest = text.split("admin endpoints at http://").nth(1)?;
+        Some(rest.split_whitespace().next()?.to_string())
+    }
+
+    /// Waits at most `wait` for the process to exit; its status, if it did.
+    pub fn wait_exit(&mut self, wait: Duration) -> Option<std::process::ExitStatus> {
+        let t0 = Instant::now();
+        while t0.elapsed() < wait {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// What it printed on stderr so far.
     pub fn stderr(&self) -> String {
         self.log.lock().unwrap().clone()

@@ -111,8 +111,42 @@ pub struct ServeArgs {
     /// quiet period of 300 ms, under the same trust rules as at start.
     #[arg(long)]
     no_watch: bool,
+    /// Serve the admin endpoints on ADDR (e.g. 127.0.0.1:9090), unauthenticated:
+    /// `/healthz` (the process is up), `/readyz` (plugins loaded and MCP servers
+    /// connected; 503 with the reason otherwise, and from the start of a shutdown) and
+    /// `/metrics` (Prometheus). Keep it on loopback or a cluster-internal address.
+    #[arg(long, value_name = "ADDR", requires = "http")]
+    admin: Option<SocketAddr>,
+    /// On SIGTERM or Ctrl-C with --http: how long calls in flight may take to finish
+    /// after the listener stops accepting, before toolhost exits anyway.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
+    drain_timeout: Duration,
     #[command(flatten)]
     audit: super::audit::AuditArgs,
+}
+
+/// Resolves on SIGTERM or Ctrl-C (SIGINT).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM ({e}): only Ctrl-C stops the server");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Parses `10`, `10s`, `500ms` or `2m` into a positive duration.
@@ -226,12 +260,38 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     ))));
     // The audit trail, on by default (docs/permissions.md, "Audit trail").
     super::audit::attach_default(&registry, &args.audit, &config.audit)?;
+    // The admin endpoints (docs/deploy.md): not ready until everything is loaded.
+    let readiness = toolhost::admin::Readiness::not_ready("loading the plugins and MCP servers");
+    let admin_stop = StopToken::new();
+    if let Some(addr) = args.admin {
+        let metrics = toolhost::admin::Metrics::install()?;
+        registry.add_listener(Arc::new(toolhost::admin::MetricsListener));
+        let (r, stop) = (readiness.clone(), admin_stop.clone());
+        let bound = tokio::sync::oneshot::channel();
+        let (tx, rx) = bound;
+        tokio::spawn(async move {
+            let served = toolhost::admin::serve_admin(addr, r, metrics, stop, |b| {
+                let _ = tx.send(b);
+            })
+            .await;
+            if let Err(e) = served {
+                tracing::error!("{e}");
+            }
+        });
+        match rx.await {
+            Ok(b) => {
+                eprintln!("toolhost: admin endpoints at http://{b} (/healthz, /readyz, /metrics)")
+            }
+            Err(_) => anyhow::bail!("cannot listen on {addr} for the admin endpoints"),
+        }
+    }
     let loading = registry.begin_loading();
     let background = registry.clone();
     // Resources, prompts, completions and logs of the wrapped MCP servers pass through.
     let gateway = toolhost::mcp::Gateway::new();
     let upstreams = gateway.clone();
     let host = args.host.clone();
+    let ready = readiness.clone();
     // Watch before loading, so a change made while the start-up load runs is not missed;
     // the changes are applied once it is done. A folder that cannot be watched is a
     // warning: the host serves what it loaded.
@@ -246,8 +306,22 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tokio::spawn(async move {
         let t0 = std::time::Instant::now();
         tracing::info!("loading the plugins and MCP servers in the background");
+        let progress = toolhost::admin::LoadMetrics { next: &NoProgress };
         let (problems, report) =
-            super::common::load_all(&th, &background, &host, &config, &NoProgress).await;
+            super::common::load_all(&th, &background, &host, &config, &progress).await;
+        let enabled = config.mcp.servers.values().filter(|s| !s.disabled).count();
+        toolhost::admin::record_upstreams(
+            enabled.saturating_sub(report.mcp_down.len()),
+            report.mcp_down.len(),
+        );
+        if report.mcp_down.is_empty() {
+            ready.set_ready();
+        } else {
+            ready.set_not_ready(format!(
+                "MCP servers not connected: {}",
+                report.mcp_down.join(", ")
+            ));
+        }
         tracing::info!(
             tools = background.len(),
             problems = problems.len(),
@@ -277,9 +351,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     match args.http {
         Some(addr) => {
             let stop = StopToken::new();
-            let s = stop.clone();
+            // SIGTERM (an orchestrator's stop) or Ctrl-C: not ready at once, so the load
+            // balancer sends nothing new; the listener stops accepting; the calls in
+            // flight finish (at most --drain-timeout); then toolhost exits.
+            let (s, r) = (stop.clone(), readiness.clone());
             tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
+                shutdown_signal().await;
+                tracing::info!("shutting down: not ready; finishing the calls in flight");
+                r.set_not_ready("shutting down");
                 s.cancel();
             });
             let limits = HttpLimits {
@@ -307,16 +386,27 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 allowed_hosts: args.allowed_host.clone(),
                 ..HttpServeOptions::default()
             };
-            server
-                .serve_http_opts(addr, options, stop, |bound| match authenticated {
+            let serving =
+                server.serve_http_opts(addr, options, stop.clone(), |bound| match authenticated {
                     Some(n) => eprintln!(
                         "toolhost: serving MCP at http://{bound}/mcp (bearer token \
                              required; {n} accepted)"
                     ),
                     None => eprintln!("toolhost: serving MCP at http://{bound}/mcp"),
-                })
-                .await
-                .context("serving MCP over HTTP")?;
+                });
+            let deadline = async {
+                stop.cancelled().await;
+                tokio::time::sleep(args.drain_timeout).await;
+            };
+            tokio::select! {
+                served = serving => served.context("serving MCP over HTTP")?,
+                () = deadline => tracing::warn!(
+                    "calls still in flight after the drain timeout ({} s): exiting",
+                    args.drain_timeout.as_secs_f64()
+                ),
+            }
+            admin_stop.cancel();
+            tracing::info!("stopped");
         }
         None => {
             let _ = args.stdio;

@@ -141,9 +141,21 @@ impl McpServer {
             &limits,
             options.session_counters.clone(),
         ));
+        // The sessions outlive `stop` until their connections are drained: a call in
+        // flight when the server is asked to stop finishes and its answer is sent (a
+        // graceful shutdown); only then, or when this future is dropped (the caller's
+        // drain deadline), are the sessions' tasks cancelled.
+        let sessions = CancellationToken::new();
+        let _end_sessions = sessions.clone().drop_guard();
         let service =
-            self.http_service_on(bound.port(), &hosts, stop.child_token(), manager.clone());
-        let mut router = axum::Router::new().nest_service("/mcp", guarded(service, manager));
+            self.http_service_on(bound.port(), &hosts, sessions.clone(), manager.clone());
+        let in_flight = Arc::new(super::drain::InFlight::default());
+        let mut router = axum::Router::new()
+            .nest_service("/mcp", guarded(service, manager))
+            .layer(axum::middleware::from_fn_with_state(
+                in_flight.clone(),
+                super::drain::track,
+            ));
         // Outermost: nothing else (body parsing, session lookup, Host checks) runs for a
         // request without a valid token.
         if let Some(tokens) = auth {
@@ -153,7 +165,16 @@ impl McpServer {
             ));
         }
         on_bound(bound);
-        serve_connections(listener, router, &limits, stop).await;
+        let end_sessions = async {
+            stop.cancelled().await;
+            in_flight.idle().await;
+            sessions.cancel();
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            () = serve_connections(listener, router, &limits, stop.clone()) => {}
+            () = end_sessions => {}
+        }
         Ok(())
     }
 }

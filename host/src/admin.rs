@@ -1,0 +1,368 @@
+//! The admin listener of `serve --http ADDR --admin ADDR2` (docs/deploy.md): what a load
+//! balancer, an orchestrator and a metrics scraper need of a replica, on an address of its
+//! own, unauthenticated (it serves no tool and no data of a user):
+//!
+//! - `GET /healthz`: 200 while the process runs (liveness);
+//! - `GET /readyz`: 200 once the plugins are loaded and the MCP upstreams connected; 503
+//!   with the reason before that, and from the moment a shutdown starts, so a load
+//!   balancer stops sending new requests while the calls in flight finish (readiness);
+//! - `GET /metrics`: Prometheus text ([`Metrics`]): tool calls by tool, source and outcome,
+//!   a latency histogram, denials by who decided, sandbox traps by kind, plugin load
+//!   times, reloads, MCP upstreams and readiness.
+//!
+//! Label values come from the registry (tool names it holds), never from a caller: a call
+//! of a tool that does not exist is counted under `tool="(unknown)"`, so a model inventing
+//! names cannot grow the number of series.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio_util::sync::CancellationToken;
+
+use crate::loader::{LoadEvent, LoadProgress};
+use crate::tools::{ToolEvent, ToolEventListener, ToolSource};
+
+/// Why the admin listener or the metrics cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// The address cannot be listened on.
+    #[error("cannot listen on {addr} for the admin endpoints: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The Prometheus recorder could not be built or installed.
+    #[error("cannot set up the metrics: {0}")]
+    Metrics(String),
+}
+
+/// Whether this replica should get traffic, and why not: shared by the loader (ready
+/// when it is done), the shutdown (not ready from its start) and `/readyz`.
+#[derive(Debug, Clone)]
+pub struct Readiness {
+    not_ready: Arc<Mutex<Option<String>>>,
+}
+
+impl Readiness {
+    /// Not ready, for `reason` (e.g. "loading the plugins").
+    pub fn not_ready(reason: impl Into<String>) -> Readiness {
+        let r = Readiness {
+            not_ready: Arc::new(Mutex::new(None)),
+        };
+        r.set_not_ready(reason);
+        r
+    }
+
+    /// Ready from now on (until [`Readiness::set_not_ready`]).
+    pub fn set_ready(&self) {
+        *self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        metrics::gauge!("toolhost_ready").set(1.0);
+    }
+
+    /// Not ready from now on, for `reason`.
+    pub fn set_not_ready(&self, reason: impl Into<String>) {
+        *self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.into());
+        metrics::gauge!("toolhost_ready").set(0.0);
+    }
+
+    /// `Ok` when ready, else why not.
+    pub fn check(&self) -> Result<(), String> {
+        match &*self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) {
+            None => Ok(()),
+            Some(why) => Err(why.clone()),
+        }
+    }
+}
+
+/// The Prometheus recorder of this process. `metrics` has one global recorder, so it is
+/// installed once and shared (a second [`Metrics::install`] returns the same handle).
+#[derive(Clone)]
+pub struct Metrics {
+    handle: PrometheusHandle,
+}
+
+static RECORDER: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
+
+/// Buckets of the call latency histogram, seconds: from a native call (microseconds) to a
+/// call at the default deadline.
+const CALL_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+/// Buckets of the plugin load histogram, seconds: a cache hit to a cold compile of a large
+/// component.
+const LOAD_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0];
+
+impl Metrics {
+    /// Installs the process's Prometheus recorder (once) and returns its handle.
+    pub fn install() -> Result<Metrics, AdminError> {
+        let handle = RECORDER
+            .get_or_init(|| {
+                let recorder = PrometheusBuilder::new()
+                    .set_buckets_for_metric(
+                        metrics_exporter_prometheus::Matcher::Full(
+                            "toolhost_tool_call_duration_seconds".into(),
+                        ),
+                        CALL_BUCKETS,
+                    )
+                    .and_then(|b| {
+                        b.set_buckets_for_metric(
+                            metrics_exporter_prometheus::Matcher::Full(
+                                "toolhost_plugin_load_seconds".into(),
+                            ),
+                            LOAD_BUCKETS,
+                        )
+                    })
+                    .map_err(|e| e.to_string())?
+                    .build_recorder();
+                let handle = recorder.handle();
+                metrics::set_global_recorder(recorder).map_err(|e| e.to_string())?;
+                describe();
+                Ok(handle)
+            })
+            .clone()
+            .map_err(AdminError::Metrics)?;
+        Ok(Metrics { handle })
+    }
+
+    /// The metrics as Prometheus text.
+    pub fn render(&self) -> String {
+        self.handle.render()
+    }
+}
+
+/// The help text of each metric.
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        "toolhost_tool_calls_total",
+        "Tool calls by tool, source (native, wasm, mcp) and outcome (ok or the error kind)"
+    );
+    describe_histogram!(
+        "toolhost_tool_call_duration_seconds",
+        Unit::Seconds,
+        "Wall time of a tool call through the whole pipeline"
+    );
+    describe_counter!(
+        "toolhost_denials_total",
+        "Calls refused by the permission gate, by who decided"
+    );
+    describe_counter!(
+        "toolhost_sandbox_traps_total",
+        "WASM calls stopped by a limit, by kind (fuel, deadline, memory)"
+    );
+    describe_histogram!(
+        "toolhost_plugin_load_seconds",
+        Unit::Seconds,
+        "Time to load one plugin (compiled: whether it was compiled rather than taken from the cache)"
+    );
+    describe_counter!(
+        "toolhost_reloads_total",
+        "Live reloads of plugins of the plugins folder"
+    );
+    describe_gauge!(
+        "toolhost_mcp_upstreams",
+        "Configured MCP servers, by state (connected, down)"
+    );
+    describe_gauge!("toolhost_ready", "1 when the replica is ready, else 0");
+}
+
+/// Records [`ToolEvent`]s as metrics (attached to the registry like the audit trail).
+#[derive(Debug, Default)]
+pub struct MetricsListener;
+
+/// The `source` label of a tool source.
+fn source_label(source: Option<&ToolSource>) -> &'static str {
+    match source {
+        Some(ToolSource::Native) => "native",
+        Some(ToolSource::Wasm { .. }) => "wasm",
+        Some(ToolSource::Mcp { .. }) => "mcp",
+        None => "none",
+    }
+}
+
+/// The kind of limit that stopped a WASM call, from its error, if one did.
+fn trap_kind(error_kind: &str, message: &str) -> Option<&'static str> {
+    let message = message.to_ascii_lowercase();
+    match error_kind {
+        "timeout" => Some("deadline"),
+        "limit_exceeded" if message.contains("fuel") => Some("fuel"),
+        "limit_exceeded" if message.contains("memory") => Some("memory"),
+        "limit_exceeded" => Some("other"),
+        _ => None,
+    }
+}
+
+impl ToolEventListener for MetricsListener {
+    fn on_event(&self, event: &ToolEvent) {
+        match event {
+            ToolEvent::Completed {
+                tool,
+                source,
+                ok,
+                error_kind,
+                error,
+                duration,
+                ..
+            } => {
+                // Only names the registry holds become label values.
+                let tool = if source.is_some() {
+                    tool.clone()
+                } else {
+                    "(unknown)".to_string()
+                };
+                let source_label = source_label(source.as_ref());
+                let outcome = if *ok {
+                    "ok".to_string()
+                } else {
+                    error_kind.clone().unwrap_or_else(|| "error".into())
+                };
+                if let (Some(ToolSource::Wasm { .. }), Some(kind)) = (source, error_kind)
+                    && let Some(trap) = trap_kind(kind, error.as_deref().unwrap_or(""))
+                {
+                    metrics::counter!("toolhost_sandbox_traps_total", "kind" => trap).increment(1);
+                }
+                metrics::counter!(
+                    "toolhost_tool_calls_total",
+                    "tool" => tool.clone(),
+                    "source" => source_label,
+                    "outcome" => outcome
+                )
+                .increment(1);
+                metrics::histogram!(
+                    "toolhost_tool_call_duration_seconds",
+                    "tool" => tool,
+                    "source" => source_label
+                )
+                .record(duration.as_secs_f64());
+            }
+            ToolEvent::PermissionDenied { by, .. } => {
+                // `hook:NAME` names an operator's hook: bounded by the config.
+                metrics::counter!("toolhost_denials_total", "by" => by.clone()).increment(1);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A [`LoadProgress`] that records each plugin's load time, and passes the events on.
+pub struct LoadMetrics<'a> {
+    /// Where the events go next.
+    pub next: &'a dyn LoadProgress,
+}
+
+impl LoadProgress for LoadMetrics<'_> {
+    fn event(&self, event: &LoadEvent<'_>) {
+        if let LoadEvent::Finished { elapsed, slow, .. } = event {
+            metrics::histogram!(
+                "toolhost_plugin_load_seconds",
+                "compiled" => if *slow { "true" } else { "false" }
+            )
+            .record(elapsed.as_secs_f64());
+        }
+        self.next.event(event);
+    }
+}
+
+/// Sets the `toolhost_mcp_upstreams` gauges: `connected` and `down` servers.
+pub fn record_upstreams(connected: usize, down: usize) {
+    metrics::gauge!("toolhost_mcp_upstreams", "state" => "connected").set(connected as f64);
+    metrics::gauge!("toolhost_mcp_upstreams", "state" => "down").set(down as f64);
+}
+
+/// The admin endpoints as a router.
+pub fn router(readiness: Readiness, metrics: Metrics) -> axum::Router {
+    use axum::routing::get;
+    axum::Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let readiness = readiness.clone();
+                async move {
+                    match readiness.check() {
+                        Ok(()) => (StatusCode::OK, "ready\n".to_string()).into_response(),
+                        Err(why) => (
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            format!("not ready: {why}\n"),
+                        )
+                            .into_response(),
+                    }
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            get(move || {
+                let metrics = metrics.clone();
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8",
+                        )],
+                        metrics.render(),
+                    )
+                }
+            }),
+        )
+}
+
+/// Listens on `addr` and serves [`router`] until `stop` is cancelled. `on_bound` gets the
+/// bound address (useful with port 0).
+pub async fn serve_admin(
+    addr: SocketAddr,
+    readiness: Readiness,
+    metrics: Metrics,
+    stop: CancellationToken,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<(), AdminError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| AdminError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(|source| AdminError::Bind {
+        addr: addr.to_string(),
+        source,
+    })?;
+    on_bound(bound);
+    axum::serve(listener, router(readiness, metrics))
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await
+        .map_err(|source| AdminError::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traps_are_told_apart_by_their_limit() {
+        assert_eq!(trap_kind("timeout", "x"), Some("deadline"));
+        assert_eq!(trap_kind("limit_exceeded", "ran out of Fuel"), Some("fuel"));
+        assert_eq!(
+            trap_kind("limit_exceeded", "memory limit of 32 MiB"),
+            Some("memory")
+        );
+        assert_eq!(trap_kind("execution_failed", "fuel"), None);
+    }
+
+    #[test]
+    fn readiness_says_why_not() {
+        let r = Readiness::not_ready("loading the plugins");
+        assert_eq!(r.check(), Err("loading the plugins".into()));
+        r.set_ready();
+        assert_eq!(r.check(), Ok(()));
+        r.clone().set_not_ready("shutting down");
+        assert_eq!(r.check(), Err("shutting down".into()));
+    }
+}

@@ -1,0 +1,279 @@
+//! A replica as an orchestrator sees it: the real binary's `serve --http --admin`.
+//!
+//! - `/healthz` answers at once; `/readyz` is 503 with the reason while a plugin is still
+//!   loading (a component whose `describe()` sleeps into its 2 s deadline), 200 after;
+//! - `/metrics` counts the calls by tool, source and outcome, has the latency histogram and
+//!   the plugin load times; a call of a tool that does not exist is counted under
+//!   `(unknown)`, never under the name the caller made up;
+//! - SIGTERM while a call runs: `/readyz` turns 503 "shutting down", the MCP listener
+//!   stops accepting, the call in flight finishes with its result, the process exits 0.
+
+// Test code: unwrap on set-up failures is the clearest report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use toolhost_testkit::http::{mcp_call, mcp_session, request};
+use toolhost_testkit::serve::ServeHttp;
+use toolhost_testkit::{built_plugins, show};
+
+/// A work folder: `plugins/` with `plugins` copied in (`(built file stem, name)`), its own
+/// compile cache (cold: the loads take their real time) and data folder.
+fn work(plugins: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let stems: Vec<String> = plugins.iter().map(|(s, _)| format!("{s}.wasm")).collect();
+    let stems: Vec<&str> = stems.iter().map(String::as_str).collect();
+    let built = built_plugins(&stems).expect("the built plugins (cargo xtask plugins)");
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("plugins");
+    std::fs::create_dir_all(&dest).unwrap();
+    for (stem, name) in plugins {
+        std::fs::copy(
+            built.join(format!("{stem}.wasm")),
+            dest.join(format!("{name}.wasm")),
+        )
+        .unwrap();
+        let toml = built.join(format!("{stem}.toml"));
+        if toml.is_file() {
+            std::fs::copy(&toml, dest.join(format!("{name}.toml"))).unwrap();
+        }
+    }
+    (dir, dest)
+}
+
+fn env(dir: &Path) -> Vec<(String, String)> {
+    vec![
+        (
+            "XDG_CACHE_HOME".into(),
+            dir.join("cache").display().to_string(),
+        ),
+        (
+            "XDG_DATA_HOME".into(),
+            dir.join("data").display().to_string(),
+        ),
+    ]
+}
+
+fn serve(dir: &Path, plugins: &Path, extra: &[&str]) -> ServeHttp {
+    let env = env(dir);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut args = vec![
+        "--no-audit",
+        "--no-watch",
+        "--admin",
+        "127.0.0.1:0",
+        "--plugins",
+        plugins.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        dir,
+        &args,
+        &env,
+        "admin endpoints at",
+        Duration::from_secs(60),
+    )
+}
+
+/// Polls `/readyz` until it answers 200 (at most two minutes: a cold compile).
+fn wait_ready(admin: &str) {
+    let t0 = Instant::now();
+    loop {
+        let r = request(admin, "GET", "/readyz", &[], "").unwrap();
+        if r.status == 200 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "never ready: {} {}",
+            r.status,
+            r.body
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The value of the sample of `metric` whose labels contain every one of `labels`.
+fn sample(metrics: &str, metric: &str, labels: &[&str]) -> Option<f64> {
+    metrics.lines().find_map(|l| {
+        let rest = l.strip_prefix(metric)?;
+        if !(rest.starts_with('{') || rest.starts_with(' ')) {
+            return None;
+        }
+        labels
+            .iter()
+            .all(|want| rest.contains(want))
+            .then(|| l.rsplit(' ').next()?.parse().ok())?
+    })
+}
+
+#[test]
+fn the_admin_endpoints_report_health_readiness_and_metrics() {
+    let (dir, plugins) = work(&[("calc", "calc"), ("fixtures/desc_sleep", "sleepy")]);
+    let server = serve(dir.path(), &plugins, &[]);
+    let admin = server.admin_addr().expect("the admin address");
+
+    let health = request(&admin, "GET", "/healthz", &[], "").unwrap();
+    assert_eq!(health.status, 200, "{health:?}");
+    // `sleepy`'s describe() sleeps into its 2 s deadline: the load is not done yet.
+    let r = request(&admin, "GET", "/readyz", &[], "").unwrap();
+    assert_eq!(r.status, 503, "{r:?}\n{}", server.stderr());
+    assert!(r.body.contains("loading"), "{}", r.body);
+    wait_ready(&admin);
+
+    let mcp = server.addr();
+    let session = mcp_session(&mcp).unwrap();
+    for _ in 0..3 {
+        let r = mcp_call(&mcp, &session, "add", r#"{"x": 40, "y": 2}"#).unwrap();
+        assert!(r.body.contains("42"), "{r:?}");
+    }
+    // A name the caller made up, and arguments that do not fit.
+    mcp_call(&mcp, &session, "made_up_by_a_model_1234", "{}").unwrap();
+    mcp_call(&mcp, &session, "add", r#"{"x": "forty"}"#).unwrap();
+
+    let m = request(&admin, "GET", "/metrics", &[], "").unwrap();
+    assert_eq!(m.status, 200);
+    assert!(
+        m.header("content-type")
+            .is_some_and(|c| c.starts_with("text/plain")),
+        "{}",
+        m.head
+    );
+    let text = m.body;
+    let calls = "toolhost_tool_calls_total";
+    assert_eq!(
+        sample(
+            &text,
+            calls,
+            &[r#"tool="add""#, r#"source="wasm""#, r#"outcome="ok""#]
+        ),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            calls,
+            &[r#"tool="add""#, r#"outcome="invalid_arguments""#]
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            calls,
+            &[r#"tool="(unknown)""#, r#"outcome="not_found""#]
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(!text.contains("made_up_by_a_model"), "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            "toolhost_tool_call_duration_seconds_count",
+            &[r#"tool="add""#]
+        ),
+        Some(4.0),
+        "{text}"
+    );
+    assert!(
+        text.contains("toolhost_tool_call_duration_seconds_bucket"),
+        "{text}"
+    );
+    assert!(
+        sample(&text, "toolhost_plugin_load_seconds_count", &[]).is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, "toolhost_ready", &[]), Some(1.0), "{text}");
+    // A good call still works after all that.
+    let r = mcp_call(&mcp, &session, "multiply", r#"{"x": 6, "y": 7}"#).unwrap();
+    assert!(r.body.contains("42"), "{r:?}");
+}
+
+#[test]
+fn sigterm_drains_the_call_in_flight_then_exits() {
+    let (dir, plugins) = work(&[("calc", "calc"), ("fixtures/hostile", "slow")]);
+    // A long `burn` needs more fuel and time than an unapproved plugin gets.
+    std::fs::write(
+        plugins.join("slow.toml"),
+        "fuel = 10000000000000\ntimeout_ms = 600000\n",
+    )
+    .unwrap();
+    let approved = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["approve", "slow", "--yes", "--plugins"])
+        .arg(&plugins)
+        .envs(env(dir.path()))
+        .output()
+        .unwrap();
+    assert!(approved.status.success(), "{}", show(&approved));
+
+    // The call must still run when SIGTERM comes; if it finished first (the admin
+    // listener is gone with the process), try again with more work: the outcome, not
+    // the time, decides.
+    let mut depth: u64 = 4_000_000_000;
+    for attempt in 0..4 {
+        let mut server = serve(dir.path(), &plugins, &["--drain-timeout", "120s"]);
+        let admin = server.admin_addr().unwrap();
+        wait_ready(&admin);
+        let mcp = server.addr();
+        let session = mcp_session(&mcp).unwrap();
+        let (m, s) = (mcp.clone(), session.clone());
+        let call = std::thread::spawn(move || {
+            mcp_call(&m, &s, "burn", &format!(r#"{{"depth": {depth}}}"#))
+        });
+        // Give the call time to reach the tool (a guess: a call that is not in flight yet
+        // is refused or finished, and the attempt is repeated).
+        std::thread::sleep(Duration::from_millis(300));
+        let killed = Command::new("kill")
+            .args(["-TERM", &server.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        // Draining: not ready, and the listener no longer accepts.
+        std::thread::sleep(Duration::from_millis(200));
+        let ready = request(&admin, "GET", "/readyz", &[], "");
+        let result = call.join().unwrap();
+        let status = server.wait_exit(Duration::from_secs(180));
+        match ready {
+            Ok(r) if r.status == 503 && r.body.contains("shutting down") => {
+                let result = result.expect("the call in flight got its answer");
+                assert!(
+                    result.body.contains("result") && !result.body.contains("isError\":true"),
+                    "{result:?}"
+                );
+                assert!(
+                    result.body.chars().any(|c| c.is_ascii_digit()),
+                    "{result:?}"
+                );
+                assert!(
+                    status.is_some_and(|s| s.success()),
+                    "{status:?}\n{}",
+                    server.stderr()
+                );
+                assert!(
+                    request(&mcp, "GET", "/mcp", &[], "").is_err(),
+                    "still accepting"
+                );
+                assert!(
+                    server.stderr().contains("shutting down"),
+                    "{}",
+                    server.stderr()
+                );
+                return;
+            }
+            other => {
+                eprintln!(
+                    "attempt {attempt}: burn({depth}) was not in flight at SIGTERM ({other:?}, \
+                     call: {result:?}, exit: {status:?}); more work\n{}",
+                    server.stderr()
+                );
+                depth *= 4;
+            }
+        }
+    }
+    panic!("burn always finished before SIGTERM");
+}
