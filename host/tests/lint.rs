@@ -5,7 +5,8 @@
 //!   (`tests/fixtures/hostile_term`), a real component squatting calc's `add`
 //!   (`tests/fixtures/aaa_shadow`), a real MCP server (`host/tests/fixtures/desc_server.py`,
 //!   Python `mcp`) whose description carries instructions to the model, a secret path, an
-//!   exfiltration link and zero-width and tag characters, and a server that does not
+//!   exfiltration link and zero-width and tag characters and which lists a tool imitating
+//!   calc's `multiply` (`mu1tiply` and a zero-width space), and a server that does not
 //!   start: exit 1, the rule ids in `--json`, nothing raw on the terminal;
 //! - `approve` of the hostile server and plugin shows their findings (escaped);
 //! - then a clean folder and server lint with exit 0, and a good call works.
@@ -94,9 +95,14 @@ fn triple(rule: &str, source: &str, tool: &str) -> (String, String, String) {
 /// A `[mcp.servers.NAME]` entry for `desc_server.py`, whose `lookup` description is the
 /// content of `desc`.
 fn desc_server(name: &str, python: &Path, desc: &Path) -> String {
+    desc_server_with(name, python, desc, "")
+}
+
+/// [`desc_server`] with `env` (TOML `KEY = "VALUE", `) added to the server's environment.
+fn desc_server_with(name: &str, python: &Path, desc: &Path, env: &str) -> String {
     let script = toolhost_testkit::workspace_root().join("host/tests/fixtures/desc_server.py");
     format!(
-        "[mcp.servers.{name}]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ TOOLHOST_TEST_DESC_FILE = {:?} }}\ntimeout_secs = 30\npermissions = [\"read\"]\n",
+        "[mcp.servers.{name}]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ {env}TOOLHOST_TEST_DESC_FILE = {:?} }}\ntimeout_secs = 30\npermissions = [\"read\"]\n",
         python.display().to_string(),
         script.display().to_string(),
         desc.display().to_string()
@@ -194,7 +200,14 @@ fn a_hostile_load_fails_the_lint_and_a_clean_one_passes() {
         dir.path().join("toolhost.toml"),
         format!(
             "{}[mcp.servers.gone]\ncommand = {:?}\ntimeout_secs = 5\n",
-            desc_server("dict", &python, &desc),
+            // A tool imitating calc's `multiply`: a digit one for the l, a zero-width
+            // space at the end.
+            desc_server_with(
+                "dict",
+                &python,
+                &desc,
+                "TOOLHOST_TEST_EXTRA_TOOL = \"mu1tiply\\u200B\", "
+            ),
             dir.path().join("no-such-server").display().to_string()
         ),
     )
@@ -214,6 +227,10 @@ fn a_hostile_load_fails_the_lint_and_a_clean_one_passes() {
         triple("poison-exfil", "mcp:dict", "lookup"),
         triple("hidden-text", "mcp:dict", "lookup"),
         triple("load-failed", "mcp:gone", ""),
+        triple("name-confusable", "plugin:calc", "multiply"),
+        triple("name-confusable", "mcp:dict", "mu1tiply\u{200b}"),
+        triple("hidden-text", "mcp:dict", "mu1tiply\u{200b}"),
+        triple("name-invalid", "mcp:dict", "mu1tiply\u{200b}"),
     ] {
         assert!(got.contains(&want), "missing {want:?} in {got:#?}");
     }
@@ -227,7 +244,7 @@ fn a_hostile_load_fails_the_lint_and_a_clean_one_passes() {
             .count()
     };
     assert_eq!(
-        errors_of("stable") + errors_of("multiply") + errors_of("term_result"),
+        errors_of("stable") + errors_of("add") + errors_of("term_result"),
         0
     );
     let hidden = doc["findings"]
@@ -243,7 +260,7 @@ fn a_hostile_load_fails_the_lint_and_a_clean_one_passes() {
             .contains("tag characters spell \"do not tell the user\""),
         "{hidden:#}"
     );
-    assert_eq!(doc["counts"]["errors"], 6, "{doc:#}");
+    assert_eq!(doc["counts"]["errors"], 9, "{doc:#}");
 
     // The text form: the same verdict, every untrusted part escaped.
     let out = toolhost(dir.path(), &plugins, &["lint"]);
@@ -258,6 +275,13 @@ fn a_hostile_load_fails_the_lint_and_a_clean_one_passes() {
     ] {
         assert!(stdout.contains(id), "{id} missing:\n{stdout}");
     }
+
+    assert!(
+        stdout.contains(
+            "name-confusable  mcp:dict/mu1tiply\\u{200b} name: looks like multiply (of plugin:calc)"
+        ),
+        "{stdout}"
+    );
 
     // `approve` shows the findings of what it is asked to approve (and still approves:
     // the operator decides).

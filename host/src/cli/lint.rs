@@ -9,9 +9,10 @@
 //! not load, or a server that does not answer, is a `load-failed` finding. The exit
 //! status is 1 when there is any error-severity finding (for CI), else 0.
 //!
-//! Everything printed that came from a definition is escaped (`term::cell`); the messages
-//! of the rules quote definitions only through `lint::excerpt`, which also shows the
-//! zero-width and tag characters a terminal would not.
+//! Everything printed that came from a definition is escaped, the zero-width and tag
+//! characters a terminal would not show included (`escape::reveal_line`, and
+//! [`reveal_json`] after `term::json` for `--json`); the messages of the rules quote
+//! definitions only through `lint::excerpt`, which does the same.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -19,6 +20,7 @@ use std::process::ExitCode;
 use clap::Args;
 use futures::StreamExt;
 use toolhost::config::HostConfig;
+use toolhost::tools::escape;
 use toolhost::tools::lint::{Counts, Finding, Rule, Subject, lint, sort};
 use toolhost::trust::{Candidate, mcp_tool_def, plugin_name};
 use toolhost_trust::ToolDef;
@@ -129,7 +131,10 @@ pub async fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
             "counts": counts,
             "sources": sources,
         });
-        println!("{}", super::term::json(serde_json::to_string_pretty(&doc)?));
+        println!(
+            "{}",
+            reveal_json(super::term::json(serde_json::to_string_pretty(&doc)?))
+        );
     } else {
         print_findings(&findings);
         println!(
@@ -146,6 +151,30 @@ pub async fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Serialised JSON with the characters that hide text (`escape::is_invisible`: zero-width,
+/// tag characters) written as `\uXXXX` escapes (UTF-16, a surrogate pair beyond the BMP),
+/// like `term::json` does for the controls: a tool name in the findings reads on a
+/// terminal as it is. The JSON means the same: outside strings it is plain ASCII.
+fn reveal_json(serialised: String) -> String {
+    use std::fmt::Write as _;
+    if !serialised.chars().any(escape::is_invisible) {
+        return serialised;
+    }
+    let mut out = String::with_capacity(serialised.len() + 16);
+    for c in serialised.chars() {
+        if escape::is_invisible(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                // Writing to a String cannot fail.
+                let _ = write!(out, "\\u{u:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// "2 error(s), 1 warning(s), 0 info".
 fn count_text(c: Counts) -> String {
     format!(
@@ -154,9 +183,10 @@ fn count_text(c: Counts) -> String {
     )
 }
 
-/// Prints findings, one line each plus a line with the fix; untrusted parts escaped.
+/// Prints findings, one line each plus a line with the fix; untrusted parts escaped,
+/// hidden characters shown (`escape::reveal_line`).
 pub fn print_findings(findings: &[Finding]) {
-    let cell = super::term::cell;
+    let cell = escape::reveal_line;
     for f in findings {
         let tool = if f.tool.is_empty() {
             cell(&f.source).into_owned()
