@@ -11,7 +11,7 @@
 //!
 //! Everything printed that came from a definition is escaped, the zero-width and tag
 //! characters a terminal would not show included (`escape::reveal_line`, and
-//! [`reveal_json`] after `term::json` for `--json`); the messages of the rules quote
+//! `reveal_json` after `term::json` for `--json`); the messages of the rules quote
 //! definitions only through `lint::excerpt`, which does the same.
 
 use std::path::Path;
