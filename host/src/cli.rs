@@ -16,6 +16,7 @@ pub mod completions;
 pub mod elicit;
 pub mod inspect;
 pub mod install;
+pub mod lint;
 pub mod list;
 pub mod lock;
 pub mod mcp;
@@ -56,6 +57,9 @@ pub struct HostArgs {
 enum Command {
     /// List the tools of the plugins folder and configured MCP servers.
     List(list::ListArgs),
+    /// Review every tool definition (descriptions, hidden text, poisoning, names,
+    /// schemas); exits 1 on errors.
+    Lint(lint::LintArgs),
     /// Call one tool with JSON arguments and print its result.
     Call(call::CallArgs),
     /// Show what a .wasm component provides, imports and would be granted.
@@ -118,6 +122,7 @@ impl Cli {
     pub async fn run(self) -> anyhow::Result<ExitCode> {
         match self.command {
             Command::List(a) => list::run(a).await,
+            Command::Lint(a) => lint::run(a).await,
             Command::Call(a) => call::run(a).await,
             Command::Inspect(a) => inspect::run(a).await,
             Command::Serve(a) => serve::run(a).await,

@@ -7,8 +7,9 @@
 //! [`approvals`] (approval scopes and the store of "always" decisions), [`registry`] (ToolRegistry and the invocation pipeline), [`definition`]
 //! (the definition offered to a model), [`typed`] (typed `Tool` and closure
 //! `DynamicTool`), [`render`] (truncation), [`events`] (pipeline events and the per-event
-//! sink), [`audit`] (the audit trail: one record per call, a rotating file), [`redact`] (what counts as a secret, for the audit and for error texts) and
-//! [`escape`] (untrusted text for a terminal). `docs/design.md` describes the API
+//! sink), [`audit`] (the audit trail: one record per call, a rotating file), [`redact`] (what counts as a secret, for the audit and for error texts),
+//! [`escape`] (untrusted text for a terminal) and [`lint`] (the review of tool definitions
+//! that `toolhost lint` and `toolhost approve` show). `docs/design.md` describes the API
 //! contract these make up.
 //!
 //! `McpClient` lives in the `toolhost-mcp` crate and is re-exported from
@@ -23,6 +24,7 @@ pub mod error;
 pub mod escape;
 pub mod events;
 pub mod hooks;
+pub mod lint;
 pub mod logsink;
 pub mod permission;
 pub mod redact;

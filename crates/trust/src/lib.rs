@@ -35,8 +35,10 @@ pub use state::{McpToolState, TrustOptions, TrustState, UpdateRule, evaluate, ev
 
 /// Cleans untrusted text for a terminal: every control character (ESC of ANSI/OSC
 /// sequences, CR, BEL, newlines...) is written as an escape such as `\u{1b}`, so a
-/// description cannot rewrite what the operator sees while approving it.
+/// description cannot rewrite what the operator sees while approving it; and so are the
+/// characters that hide text (zero-width, tag characters), so it cannot say to a model
+/// what the operator does not see.
 pub fn clean(text: &str) -> String {
-    // One escaping rule for all untrusted text shown on a terminal (core's `escape`).
-    toolhost_core::tools::escape::escape_line(text).into_owned()
+    // One escaping rule for all text under review (core's `escape::reveal_line`).
+    toolhost_core::tools::escape::reveal_line(text).into_owned()
 }

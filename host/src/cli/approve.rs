@@ -1,6 +1,7 @@
 //! `toolhost approve NAME [--yes]`: the operator grants what a plugin (or an MCP server,
-//! `mcp:SERVER`) requests. Shows the request, the tools and the diff against the lock,
-//! asks (or takes `--yes`), then writes the lock atomically. See `docs/trust.md`.
+//! `mcp:SERVER`) requests. Shows the request, the tools, their lint findings and the diff
+//! against the lock, asks (or takes `--yes`), then writes the lock atomically. See
+//! `docs/trust.md`.
 
 use std::process::ExitCode;
 
@@ -45,6 +46,10 @@ pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("loading {}", wasm.display()))?;
     print!("{}", cand.summary());
+    super::lint::show_for_approval(&super::lint::subjects(
+        &format!("plugin:{name}"),
+        &cand.tools,
+    ));
     super::common::refuse_denied_folders(&config, name, &cand.request)?;
     let entry = lock.plugins.get(name);
     if let Some(diff) = cand.diff(entry, &store) {

@@ -236,6 +236,10 @@ pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     }
     let staged = stage(&host, &dir, &name, &fetched).await?;
     print!("{}", staged.cand.summary());
+    super::lint::show_for_approval(&super::lint::subjects(
+        &format!("plugin:{name}"),
+        &staged.cand.tools,
+    ));
     super::common::refuse_denied_folders(&config, &name, &staged.cand.request)?;
     println!(
         "  source: {}\n  signer: {}",
@@ -295,6 +299,10 @@ pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         print!("{}", staged.cand.summary());
+        super::lint::show_for_approval(&super::lint::subjects(
+            &format!("plugin:{name}"),
+            &staged.cand.tools,
+        ));
         super::common::refuse_denied_folders(&config, &name, &staged.cand.request)?;
         println!(
             "changes since the approval of {}:\n{diff}  signer: {}",

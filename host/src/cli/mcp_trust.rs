@@ -11,16 +11,12 @@ use toolhost::mcp::McpClient;
 use toolhost::trust::{clean, mcp_tool_def};
 use toolhost_trust::{Capabilities, DefStore, Diff, Lock, McpEntry, ToolDef};
 
-/// Approves the tools of MCP server `server` as it describes them now.
-pub async fn approve(
-    config: &HostConfig,
-    dir: &Path,
+/// The tools of configured MCP server `server` as it lists them now (connects, lists,
+/// closes). The operator's config is trusted: this runs the server's command.
+pub async fn server_tools(
     server: &str,
-    yes: bool,
-) -> anyhow::Result<ExitCode> {
-    let Some(cfg) = config.mcp.servers.get(server) else {
-        bail!("no MCP server {server:?} in the config ([mcp.servers.{server}])");
-    };
+    cfg: &toolhost::mcp::McpServerConfig,
+) -> anyhow::Result<Vec<toolhost::tools::McpToolInfo>> {
     let transport = cfg
         .transport()
         .map_err(anyhow::Error::msg)
@@ -39,7 +35,24 @@ pub async fn approve(
         .with_context(|| format!("connecting MCP server {server}"))?;
     let tools = client.tools().await;
     let _ = client.close().await;
-    let defs: Vec<ToolDef> = tools?.iter().map(mcp_tool_def).collect();
+    Ok(tools?.as_ref().clone())
+}
+
+/// Approves the tools of MCP server `server` as it describes them now.
+pub async fn approve(
+    config: &HostConfig,
+    dir: &Path,
+    server: &str,
+    yes: bool,
+) -> anyhow::Result<ExitCode> {
+    let Some(cfg) = config.mcp.servers.get(server) else {
+        bail!("no MCP server {server:?} in the config ([mcp.servers.{server}])");
+    };
+    let defs: Vec<ToolDef> = server_tools(server, cfg)
+        .await?
+        .iter()
+        .map(mcp_tool_def)
+        .collect();
 
     let lock_path = Lock::path_in(dir);
     let mut lock = Lock::load(&lock_path)?;
@@ -48,6 +61,7 @@ pub async fn approve(
     for t in &defs {
         println!("    {}: {}", clean(&t.name), clean(&t.description));
     }
+    super::lint::show_for_approval(&super::lint::subjects(&format!("mcp:{server}"), &defs));
     if let Some(entry) = lock.mcp.get(server) {
         let diff = Diff::between(
             &Capabilities::default(),

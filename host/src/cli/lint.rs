@@ -1,0 +1,222 @@
+//! `toolhost lint [--plugins DIR] [--config FILE] [--json]`: reviews every tool
+//! definition of the plugins folder and of the configured MCP servers with the rules of
+//! `toolhost::tools::lint` (documented in `docs/writing-plugins.md`, "Linting"), and the
+//! definitions `approve`, `install` and `update` ask the operator to approve.
+//!
+//! Definitions are read the way `approve` reads them, without touching the lock: each
+//! component is described with no capability ([`Candidate::load`], a few at a time), and
+//! each enabled MCP server is started, asked for its tools and closed. A plugin that does
+//! not load, or a server that does not answer, is a `load-failed` finding. The exit
+//! status is 1 when there is any error-severity finding (for CI), else 0.
+//!
+//! Everything printed that came from a definition is escaped, the zero-width and tag
+//! characters a terminal would not show included (`escape::reveal_line`, and
+//! `reveal_json` after `term::json` for `--json`); the messages of the rules quote
+//! definitions only through `lint::excerpt`, which does the same.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+use futures::StreamExt;
+use toolhost::config::HostConfig;
+use toolhost::tools::escape;
+use toolhost::tools::lint::{Counts, Finding, Rule, Subject, lint, sort};
+use toolhost::trust::{Candidate, mcp_tool_def, plugin_name};
+use toolhost_trust::ToolDef;
+
+/// Arguments of `toolhost lint`.
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    #[command(flatten)]
+    host: super::HostArgs,
+    /// Print JSON (`findings`: rule, severity, source, tool, location, message, hint;
+    /// `counts`; `sources`) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The lint subjects of one source's definitions.
+pub fn subjects(source: &str, defs: &[ToolDef]) -> Vec<Subject> {
+    defs.iter()
+        .map(|d| {
+            Subject::new(
+                source,
+                d.name.clone(),
+                d.description.clone(),
+                d.parameters.clone(),
+            )
+        })
+        .collect()
+}
+
+/// What one source gave: its subjects, or why it gave none.
+struct Loaded {
+    source: String,
+    result: anyhow::Result<Vec<Subject>>,
+}
+
+/// The definitions of every plugin of `dir`, described a few at a time, in file order.
+async fn plugin_subjects(host: &toolhost::Host, dir: &Path) -> anyhow::Result<Vec<Loaded>> {
+    let files = toolhost::wasm::folder::plugin_files(dir)
+        .map_err(|e| anyhow::anyhow!("reading the plugins folder: {e}"))?;
+    let parallel = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    Ok(futures::stream::iter(files)
+        .map(|wasm| async move {
+            let name = plugin_name(&wasm);
+            let source = format!("plugin:{name}");
+            let result = Candidate::load(host, &name, &wasm)
+                .await
+                .map(|cand| subjects(&source, &cand.tools));
+            Loaded { source, result }
+        })
+        .buffered(parallel)
+        .collect()
+        .await)
+}
+
+/// The definitions of every enabled MCP server of the config, asked all at once.
+async fn mcp_subjects(config: &HostConfig) -> Vec<Loaded> {
+    let servers = config
+        .mcp
+        .servers
+        .iter()
+        .filter(|(_, cfg)| !cfg.disabled)
+        .map(|(server, cfg)| async move {
+            let source = format!("mcp:{server}");
+            let result = super::mcp_trust::server_tools(server, cfg)
+                .await
+                .map(|tools| {
+                    let defs: Vec<ToolDef> = tools.iter().map(mcp_tool_def).collect();
+                    subjects(&source, &defs)
+                });
+            Loaded { source, result }
+        });
+    futures::future::join_all(servers).await
+}
+
+/// Runs `toolhost lint`.
+pub async fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
+    let config = super::common::load_config(&args.host)?;
+    let dir = super::common::plugins_dir(&args.host, &config);
+    if args.host.plugins.is_some() && !dir.is_dir() {
+        anyhow::bail!("no plugins folder {}", dir.display());
+    }
+    let host = super::common::host(&args.host, &config, false)?;
+    let (plugins, servers) = tokio::join!(plugin_subjects(&host, &dir), mcp_subjects(&config));
+    let mut all = Vec::new();
+    let mut failed = Vec::new();
+    let mut sources = Vec::new();
+    for loaded in plugins?.into_iter().chain(servers) {
+        match loaded.result {
+            Ok(s) => {
+                sources.push(serde_json::json!({"source": loaded.source, "tools": s.len()}));
+                all.extend(s);
+            }
+            Err(e) => failed.push(Finding::about(
+                Rule::LoadFailed,
+                &loaded.source,
+                "",
+                "",
+                format!("{e:#}"),
+            )),
+        }
+    }
+    let mut findings = lint(&all);
+    findings.extend(failed);
+    sort(&mut findings);
+    let counts = Counts::of(&findings);
+    if args.json {
+        let doc = serde_json::json!({
+            "findings": findings,
+            "counts": counts,
+            "sources": sources,
+        });
+        println!(
+            "{}",
+            reveal_json(super::term::json(serde_json::to_string_pretty(&doc)?))
+        );
+    } else {
+        print_findings(&findings);
+        println!(
+            "checked {} tool(s) of {} source(s): {}",
+            all.len(),
+            sources.len(),
+            count_text(counts)
+        );
+    }
+    Ok(if counts.errors > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Serialised JSON with the characters that hide text (`escape::is_invisible`: zero-width,
+/// tag characters) written as `\uXXXX` escapes (UTF-16, a surrogate pair beyond the BMP),
+/// like `term::json` does for the controls: a tool name in the findings reads on a
+/// terminal as it is. The JSON means the same: outside strings it is plain ASCII.
+fn reveal_json(serialised: String) -> String {
+    use std::fmt::Write as _;
+    if !serialised.chars().any(escape::is_invisible) {
+        return serialised;
+    }
+    let mut out = String::with_capacity(serialised.len() + 16);
+    for c in serialised.chars() {
+        if escape::is_invisible(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                // Writing to a String cannot fail.
+                let _ = write!(out, "\\u{u:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// "2 error(s), 1 warning(s), 0 info".
+fn count_text(c: Counts) -> String {
+    format!(
+        "{} error(s), {} warning(s), {} info",
+        c.errors, c.warnings, c.infos
+    )
+}
+
+/// Prints findings, one line each plus a line with the fix; untrusted parts escaped,
+/// hidden characters shown (`escape::reveal_line`).
+pub fn print_findings(findings: &[Finding]) {
+    let cell = escape::reveal_line;
+    for f in findings {
+        let tool = if f.tool.is_empty() {
+            cell(&f.source).into_owned()
+        } else {
+            format!("{}/{}", cell(&f.source), cell(&f.tool))
+        };
+        let at = if f.location.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", cell(&f.location))
+        };
+        println!(
+            "{:7}  {}  {tool}{at}: {}\n         fix: {}",
+            f.severity.as_str(),
+            f.rule,
+            cell(&f.message),
+            f.hint
+        );
+    }
+}
+
+/// Shows the lint findings of what is about to be approved (one source's definitions).
+/// They inform the operator's decision; they do not block it.
+pub fn show_for_approval(subjects: &[Subject]) {
+    let findings = lint(subjects);
+    if findings.is_empty() {
+        println!("  lint: no findings");
+        return;
+    }
+    println!("  lint: {}", count_text(Counts::of(&findings)));
+    print_findings(&findings);
+}
