@@ -117,7 +117,8 @@ impl PluginInner {
     }
 }
 
-/// Links a compiled component against the host and checks it implements the `tool` world.
+/// Links a compiled component against the host and checks it implements the `tool` world,
+/// or else is a plain WIT component ([`crate::plain::is_plain`]).
 fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked, PluginError> {
     let imports = component
         .component_type()
@@ -133,7 +134,13 @@ fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked
         .linker
         .instantiate_pre(component)
         .map_err(wrong)?;
-    let pre = WorldPre::new(pre).map_err(wrong)?;
+    let pre = match WorldPre::new(pre.clone()) {
+        Ok(p) => p,
+        Err(_) if crate::plain::is_plain(engine.engine(), component) => {
+            WorldPre::Plain(crate::plain::PlainPre { pre })
+        }
+        Err(e) => return Err(wrong(e)),
+    };
     tracing::debug!(plugin = name, world = pre.version(), "component linked");
     Ok(Linked { pre, imports })
 }
@@ -143,6 +150,9 @@ fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked
 pub struct Plugin {
     inner: Arc<PluginInner>,
     tools: Vec<Arc<WasmTool>>,
+    /// For a plain WIT component: each exported function that is not a tool, and why.
+    /// `None` for a `tool`-world component.
+    refused: Option<Arc<Vec<String>>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -210,11 +220,31 @@ impl Plugin {
                 optimized: OnceLock::new(),
             })
         };
-        let (inner, specs) = match opened {
+        let world_tools = |specs: Vec<ToolSpec>| {
+            specs
+                .into_iter()
+                .map(|s| {
+                    let guest = s.name.clone();
+                    (s, guest)
+                })
+                .collect::<Vec<_>>()
+        };
+        let (inner, specs, refused) = match opened {
             Opened::Listed {
                 digest,
                 cached: Described::Tools(specs),
-            } => (new_inner(engine, digest, OnceLock::new()), specs),
+            } => (
+                new_inner(engine, digest, OnceLock::new()),
+                world_tools(specs),
+                None,
+            ),
+            Opened::Listed {
+                digest,
+                cached: Described::Plain(plain),
+            } => {
+                let (specs, refused) = plain_tools(plain);
+                (new_inner(engine, digest, OnceLock::new()), specs, Some(refused))
+            }
             Opened::Listed {
                 digest,
                 cached: Described::Rejected(rejection),
@@ -235,7 +265,35 @@ impl Plugin {
                 // The engine may be the concurrency-enabled sibling (see `compile_any`),
                 // or the baseline one (see `EngineOptions::baseline_first`).
                 let linked = link(&engine, &component, &name)?;
+                let plain = matches!(linked.pre, WorldPre::Plain(_));
                 let inner = new_inner(&engine, digest.clone(), OnceLock::from(Ok(linked)));
+                if plain {
+                    // Derived from the component's type and its doc comments (read from
+                    // the file again: it must still be the file that was compiled).
+                    let max = engine.options().max_plugin_bytes;
+                    let bytes = std::fs::File::open(path)
+                        .and_then(|mut f| crate::engine::read_same(&mut f, &digest, max))
+                        .map_err(|source| PluginError::Io {
+                            path: name.clone(),
+                            source,
+                        })?
+                        .ok_or_else(|| PluginError::Changed { path: name.clone() })?;
+                    let derived = crate::plain::derive(engine.engine(), &component, Some(&bytes))
+                        .map_err(|message| PluginError::WrongWorld {
+                            path: name.clone(),
+                            message,
+                        })?;
+                    drop(bytes);
+                    engine.store_describe(&digest, &Described::Plain(derived.clone()));
+                    if let Some(file) = optimize {
+                        optimize_later(&inner, &main_engine, file);
+                    }
+                    let (specs, refused) = plain_tools(derived);
+                    for why in &refused {
+                        tracing::warn!(plugin = %name, "not a tool: {why}");
+                    }
+                    (inner, specs, Some(refused))
+                } else {
                 // describe() is a pure function of the component (it runs with no
                 // grants), so its result, or a refusal that does not depend on the
                 // policy, is cached by the component's digest.
@@ -247,7 +305,7 @@ impl Plugin {
                         if let Some(file) = optimize {
                             optimize_later(&inner, &main_engine, file);
                         }
-                        (inner, specs)
+                        (inner, world_tools(specs), None)
                     }
                     Err(DescribeFailure::Remembered(rejection)) => {
                         engine.store_describe(&digest, &Described::Rejected(rejection.clone()));
@@ -260,18 +318,19 @@ impl Plugin {
                         });
                     }
                 }
+                }
             }
         };
         let tools = specs
             .into_iter()
-            .map(|spec| {
+            .map(|(spec, guest)| {
                 let grant = Grant::effective(&inner.policy, &spec.permissions);
                 // A tool needing a requested folder that does not exist refuses with the
                 // fix; the plugin's other tools are unaffected.
                 let refusal = inner.policy.missing_refusal(&spec.permissions);
                 Arc::new(WasmTool {
                     plugin: inner.clone(),
-                    guest_name: Arc::from(spec.name.as_str()),
+                    guest_name: Arc::from(guest.as_str()),
                     registered: Arc::from(spec.name.as_str()),
                     spec,
                     grant,
@@ -285,7 +344,11 @@ impl Plugin {
             us = t0.elapsed().as_micros() as u64,
             "plugin loaded"
         );
-        Ok(Plugin { inner, tools })
+        Ok(Plugin {
+            inner,
+            tools,
+            refused: refused.map(Arc::new),
+        })
     }
 
     /// Names every tool by the folder rule (see [`crate::folder`]): a tool whose described
@@ -381,11 +444,31 @@ impl Plugin {
         }
     }
 
+    /// Whether this is a plain WIT component (its tools derived from its exported
+    /// functions, see [`crate::plain`]) rather than a `tool`-world one.
+    pub fn is_plain_wit(&self) -> bool {
+        self.refused.is_some()
+    }
+
+    /// For a plain WIT component, each exported function that is not a tool and why
+    /// (a resource in its signature, a name clash); empty otherwise.
+    pub fn refused_exports(&self) -> &[String] {
+        self.refused.as_deref().map_or(&[], Vec::as_slice)
+    }
+
     /// The component's imports (WASI interfaces, `toolhost:tool/host`, ...). Links the
     /// component if it is not yet (see [`Plugin::warm`]).
     pub fn imports(&self) -> Result<&[String], PluginError> {
         self.inner.linked().map(|l| l.imports.as_slice())
     }
+}
+
+/// The tools of a plain component as (spec, export to call) pairs, and its refusals.
+fn plain_tools(d: crate::plain::PlainDescribed) -> (Vec<(ToolSpec, String)>, Vec<String>) {
+    (
+        d.tools.into_iter().map(|t| (t.spec, t.export)).collect(),
+        d.refused,
+    )
 }
 
 /// The background half of a tier-up: queues, on `engine`'s optimizer thread, the

@@ -107,6 +107,7 @@ runtime! {
     pub mod http_gate;
     pub mod limits;
     mod pinned;
+    pub mod plain;
     pub mod reports;
     pub mod sandbox;
     mod store;

@@ -1,0 +1,350 @@
+//! Plain WIT components (`tests/fixtures/plain_wit`, a Rust component implementing its
+//! own world `demo:plain/plain`, never aware of toolhost): every exported function is a
+//! tool with a schema derived from its WIT types and its doc comment as description;
+//! arguments are checked before the call, results come back as JSON, `err` results as
+//! tool errors; resource functions are refused by name; hostile sizes are bounded and a
+//! good call still works after each.
+
+use serde_json::{Value, json};
+use toolhost_core::tools::{ToolContext, ToolError};
+use toolhost_wasm::{Plugin, WasmTool};
+
+use super::support;
+
+async fn plugin() -> (Plugin, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    support::install(dir.path(), "plain_wit", None);
+    let p = Plugin::load(support::engine(), &dir.path().join("plain_wit.wasm"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    (p, dir)
+}
+
+fn tool<'a>(p: &'a Plugin, name: &str) -> &'a WasmTool {
+    p.tools()
+        .iter()
+        .find(|t| t.spec().name == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+/// Runs a tool directly (no registry schema check first: the host's own checks).
+async fn run(p: &Plugin, name: &str, args: Value) -> Result<Value, ToolError> {
+    tool(p, name)
+        .run(&args, &ToolContext::new("test", "test"))
+        .await
+        .map(|o| o.canonical)
+}
+
+#[tokio::test]
+async fn every_exported_function_is_a_tool_with_its_docs_and_a_precise_schema() {
+    let (p, _dir) = plugin().await;
+    assert!(p.is_plain_wit());
+    let mut names: Vec<&str> = p.tools().iter().map(|t| t.spec().name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "big-list",
+            "big-string",
+            "check-name",
+            "count",
+            "divide",
+            "kinds_area",
+            "kinds_echo",
+            "kinds_ints",
+            "kinds_maybe",
+            "nothing",
+            "reverse",
+        ]
+    );
+    assert_eq!(
+        tool(&p, "reverse").spec().description,
+        "Reverses a piece of text."
+    );
+    assert_eq!(
+        tool(&p, "kinds_area").spec().description,
+        "The area of a shape."
+    );
+    // Resource functions are refused, each by name.
+    let refused = p.refused_exports().join("\n");
+    for f in [
+        "`make-counter`",
+        "`[constructor]counter`",
+        "`[method]counter.get`",
+    ] {
+        assert!(refused.contains(f), "{f} not refused: {refused}");
+    }
+    assert!(refused.contains("resource"), "{refused}");
+
+    let ints = &tool(&p, "kinds_ints").spec().parameters;
+    assert_eq!(
+        ints["properties"]["a"],
+        json!({"type": "integer", "minimum": 0, "maximum": 255})
+    );
+    assert_eq!(
+        ints["properties"]["h"],
+        json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX})
+    );
+    assert_eq!(ints["properties"]["g"]["maximum"], json!(u64::MAX));
+    assert_eq!(ints["required"].as_array().map(Vec::len), Some(8));
+
+    let echo = &tool(&p, "kinds_echo").spec().parameters["properties"]["value"];
+    assert_eq!(echo["type"], "object");
+    assert_eq!(echo["additionalProperties"], false);
+    assert_eq!(echo["required"].as_array().map(Vec::len), Some(14));
+    let f = &echo["properties"];
+    assert_eq!(
+        f["letter"],
+        json!({"type": "string", "minLength": 1, "maxLength": 1})
+    );
+    assert_eq!(
+        f["color"],
+        json!({"type": "string", "enum": ["red", "green", "blue"]})
+    );
+    assert_eq!(f["perms"]["uniqueItems"], true);
+    assert_eq!(f["pair"]["prefixItems"].as_array().map(Vec::len), Some(2));
+    assert_eq!(f["shape"]["oneOf"].as_array().map(Vec::len), Some(3));
+    assert_eq!(f["maybe"]["anyOf"][0], json!({"type": "null"}));
+
+    // Option parameters may be absent; others are required.
+    let maybe = &tool(&p, "kinds_maybe").spec().parameters;
+    assert_eq!(maybe["required"], json!([]));
+    let divide = &tool(&p, "divide").spec().parameters;
+    assert_eq!(divide["required"], json!(["a", "b"]));
+}
+
+#[tokio::test]
+async fn values_of_every_kind_round_trip_through_the_guest() {
+    let (p, _dir) = plugin().await;
+    let everything = json!({
+        "flag": true,
+        "letter": "ß",
+        "text": "hé \u{1F600}",
+        "ratio": 0.5,
+        "names": ["a", "b"],
+        "bytes": [0, 255],
+        "pair": [7, "seven"],
+        "at": {"x": 1.5, "y": -2.0},
+        "shape": {"tag": "rect", "value": {"x": 2.0, "y": 3.0}},
+        "color": "green",
+        "perms": ["read", "exec"],
+        "maybe": null,
+        "outcome": {"tag": "err", "value": "bad"},
+        "nested": [null, {"x": 0.0, "y": 1.0}],
+    });
+    let out = run(&p, "kinds_echo", json!({"value": everything})).await;
+    assert_eq!(out.ok(), Some(everything));
+
+    let bounds = json!({
+        "a": 255, "b": -128, "c": 65535, "d": -32768,
+        "e": 4294967295u32, "f": -2147483648i32,
+        "g": u64::MAX, "h": i64::MIN,
+    });
+    let out = run(&p, "kinds_ints", bounds).await;
+    assert_eq!(
+        out.ok(),
+        Some(json!([
+            255,
+            -128,
+            65535,
+            -32768,
+            4294967295u32,
+            -2147483648i32,
+            u64::MAX,
+            i64::MIN
+        ]))
+    );
+
+    for (args, want) in [
+        (json!({}), json!([null, null])),
+        (json!({"a": null, "b": null}), json!([null, null])),
+        (
+            json!({"a": 0, "b": {"some": null}}),
+            json!([0, {"some": null}]),
+        ),
+        (json!({"b": {"some": "x"}}), json!([null, {"some": "x"}])),
+    ] {
+        let out = run(&p, "kinds_maybe", args.clone()).await;
+        assert_eq!(out.ok(), Some(want), "{args}");
+    }
+
+    let area = run(&p, "kinds_area", json!({"s": {"tag": "empty"}})).await;
+    assert_eq!(area.ok(), Some(json!(0.0)));
+    let out = run(&p, "reverse", json!({"text": "abc"})).await;
+    assert_eq!(out.ok(), Some(json!("cba")));
+}
+
+#[tokio::test]
+async fn results_ok_err_and_none() {
+    let (p, _dir) = plugin().await;
+    assert_eq!(
+        run(&p, "divide", json!({"a": 7, "b": 2})).await.ok(),
+        Some(json!(3))
+    );
+    match run(&p, "divide", json!({"a": 7, "b": 0})).await {
+        Err(ToolError::ExecutionFailed(_, m)) => assert_eq!(m, "cannot divide 7 by zero"),
+        other => panic!("expected a tool error, got {other:?}"),
+    }
+    assert_eq!(
+        run(&p, "check-name", json!({"name": "x"})).await.ok(),
+        Some(Value::Null)
+    );
+    match run(&p, "check-name", json!({"name": ""})).await {
+        Err(ToolError::ExecutionFailed(_, m)) => assert_eq!(m, "the name is empty"),
+        other => panic!("expected a tool error, got {other:?}"),
+    }
+    assert_eq!(run(&p, "nothing", json!({})).await.ok(), Some(Value::Null));
+}
+
+#[tokio::test]
+async fn bad_arguments_are_argument_errors_before_the_call() {
+    let (p, _dir) = plugin().await;
+    let ints = |a: Value| json!({"a": a, "b": 0, "c": 0, "d": 0, "e": 0, "f": 0, "g": 0, "h": 0});
+    let bad = [
+        (
+            "kinds_ints",
+            ints(json!(256)),
+            "`a`: 256 is out of range (0 to 255)",
+        ),
+        (
+            "kinds_ints",
+            ints(json!(-1)),
+            "`a`: -1 is out of range (0 to 255)",
+        ),
+        (
+            "kinds_ints",
+            ints(json!(1.5)),
+            "`a`: expected an integer, got 1.5",
+        ),
+        ("kinds_ints", ints(json!("1")), "`a`: expected an integer"),
+        ("divide", json!({"a": 1}), "the parameter `b` is missing"),
+        (
+            "divide",
+            json!({"a": 1, "b": 1, "c": 1}),
+            "unknown parameter \"c\"",
+        ),
+        (
+            "kinds_area",
+            json!({"s": {"tag": "hexagon"}}),
+            "unknown case \"hexagon\"",
+        ),
+        (
+            "kinds_area",
+            json!({"s": {"tag": "circle"}}),
+            "this case needs a `value`",
+        ),
+        (
+            "kinds_area",
+            json!({"s": {"tag": "rect", "value": {"x": 1.0}}}),
+            "`s.value`: the field `y` is missing",
+        ),
+        (
+            "kinds_maybe",
+            json!({"b": "x"}),
+            "expected null or {\"some\": value}",
+        ),
+        ("reverse", json!([1]), "must be a JSON object"),
+    ];
+    for (name, args, want) in bad {
+        match run(&p, name, args.clone()).await {
+            Err(ToolError::InvalidArguments(_, m)) => {
+                assert!(m.contains(want), "{name} {args}: {m}")
+            }
+            other => panic!("{name} {args}: expected an argument error, got {other:?}"),
+        }
+    }
+    // Through the registry (its schema check first), an enum case that does not exist.
+    let (reg, _dir) = support::with_policy("plain_wit", "").await;
+    let mut everything = json!({
+        "flag": true, "letter": "a", "text": "", "ratio": 0.0, "names": [], "bytes": [],
+        "pair": [0, ""], "at": {"x": 0.0, "y": 0.0}, "shape": {"tag": "empty"},
+        "color": "purple", "perms": [], "maybe": null, "outcome": {"tag": "ok", "value": 1},
+        "nested": [],
+    });
+    let inv = support::call(&reg, "kinds_echo", json!({"value": everything.clone()})).await;
+    assert!(
+        matches!(inv.output, Err(ToolError::InvalidArguments(..))),
+        "{}",
+        inv.model_text()
+    );
+    everything["color"] = json!("blue");
+    let inv = support::call(&reg, "kinds_echo", json!({"value": everything})).await;
+    assert!(inv.is_ok(), "{}", inv.model_text());
+}
+
+#[tokio::test]
+async fn hostile_sizes_are_bounded_both_ways_and_a_good_call_still_works() {
+    let (p, _dir) = plugin().await;
+    let good = || async { run(&p, "reverse", json!({"text": "ok"})).await.ok() };
+
+    // Results: a 2 MB string, a list of 300 000 numbers: over the 1 MiB result cap.
+    for (name, n) in [("big-string", 2_000_000), ("big-list", 300_000)] {
+        match run(&p, name, json!({"n": n})).await {
+            Err(ToolError::ExecutionFailed(_, m)) => assert!(m.contains("too large"), "{m}"),
+            other => panic!("{name}: expected a bounded failure, got {other:?}"),
+        }
+        assert_eq!(good().await, Some(json!("ko")));
+    }
+    // Under the cap they work.
+    assert_eq!(
+        run(&p, "big-list", json!({"n": 3})).await.ok(),
+        Some(json!([0, 1, 2]))
+    );
+
+    // Arguments: too many values, too much text, too deep.
+    let many: Vec<Value> = (0..150_000).map(|_| json!("")).collect();
+    match run(&p, "count", json!({"items": many})).await {
+        Err(ToolError::InvalidArguments(_, m)) => assert!(m.contains("too large"), "{m}"),
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+    assert_eq!(good().await, Some(json!("ko")));
+    let huge = "x".repeat(5 << 20);
+    match run(&p, "reverse", json!({"text": huge})).await {
+        Err(ToolError::InvalidArguments(_, m)) => assert!(m.contains("too large"), "{m}"),
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+    // Deeper than JSON parsing allows (128), and deeper than any WIT type here.
+    let mut deep = json!("x");
+    for _ in 0..1000 {
+        deep = json!([deep]);
+    }
+    match run(&p, "count", json!({"items": deep})).await {
+        Err(ToolError::InvalidArguments(_, m)) => assert!(m.contains("recursion"), "{m}"),
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+    let mut deep = json!("x");
+    for _ in 0..100 {
+        deep = json!([deep]);
+    }
+    match run(&p, "count", json!({"items": [deep]})).await {
+        Err(ToolError::InvalidArguments(_, m)) => {
+            assert!(m.contains("`items[0]`: expected a string"), "{m}")
+        }
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+    assert_eq!(
+        run(&p, "count", json!({"items": ["a", "b"]})).await.ok(),
+        Some(json!(2))
+    );
+}
+
+#[tokio::test]
+async fn a_cached_plain_component_lists_the_same_tools() {
+    let (first, dir) = plugin().await;
+    let again = Plugin::load(support::engine(), &dir.path().join("plain_wit.wasm"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(again.is_plain_wit());
+    let specs = |p: &Plugin| {
+        p.tools()
+            .iter()
+            .map(|t| t.spec().clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(specs(&first), specs(&again));
+    assert_eq!(first.refused_exports(), again.refused_exports());
+    assert_eq!(
+        run(&again, "divide", json!({"a": 9, "b": 3})).await.ok(),
+        Some(json!(3))
+    );
+}
