@@ -7,7 +7,10 @@
 //! - `list --json` into a pipe whose reader is gone: a quiet exit, no panic message;
 //! - `serve --stdio -vvv` with stderr on the same pipe as stdout: the shared descriptors
 //!   stay blocking (so logging cannot hit `EAGAIN`), the protocol works, no abort;
-//! - `serve --http` on a non-loopback address names the real flag, `--allow-remote`.
+//! - `serve --http` on a non-loopback address names the real flag, `--allow-remote`;
+//! - a plain WIT component (`tests/fixtures/plain_wit`, never aware of toolhost) is
+//!   listed, inspected (kind, imports, the functions that are not tools) and called: an
+//!   ok result, an `err` result as a tool error, an out-of-range argument refused.
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -474,4 +477,85 @@ fn the_first_tools_list_on_a_warm_cache_is_complete() {
             "attempt {attempt}: the first tools/list was partial"
         );
     }
+}
+
+#[test]
+fn a_plain_wit_component_is_listed_inspected_and_called() {
+    let Some(plugins) = built_plugins(&["fixtures/plain_wit.wasm"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("plugins");
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::copy(
+        plugins.join("fixtures/plain_wit.wasm"),
+        p.join("plain_wit.wasm"),
+    )
+    .unwrap();
+    let pdir = p.to_str().unwrap();
+
+    let out = toolhost(dir.path(), &["list", "--json", "--plugins", pdir]);
+    assert!(out.status.success(), "{}", show(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = doc["tools"].as_array().unwrap();
+    let reverse = tools.iter().find(|t| t["name"] == "reverse").unwrap();
+    assert_eq!(reverse["description"], "Reverses a piece of text.");
+    assert!(tools.iter().any(|t| t["name"] == "kinds_echo"));
+    assert!(!tools.iter().any(|t| t["name"] == "kinds_make-counter"));
+
+    let out = toolhost(
+        dir.path(),
+        &["inspect", "--plugins", pdir, "plugins/plain_wit.wasm"],
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("kind: plain WIT component"), "{text}");
+    assert!(text.contains("not tools:"), "{text}");
+    assert!(
+        text.contains("`make-counter` of `demo:plain/kinds@0.1.0`"),
+        "{text}"
+    );
+    assert!(text.contains("tool kinds_ints"), "{text}");
+    let out = toolhost(
+        dir.path(),
+        &[
+            "inspect",
+            "--json",
+            "--plugins",
+            pdir,
+            "plugins/plain_wit.wasm",
+        ],
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["kind"], "plain-wit");
+    assert!(doc["imports"].as_array().is_some_and(|i| !i.is_empty()));
+    assert_eq!(doc["not_tools"].as_array().map(Vec::len), Some(3));
+
+    let call = |args: &[&str]| {
+        let mut all = vec!["call", "--plugins", pdir];
+        all.extend_from_slice(args);
+        toolhost(dir.path(), &all)
+    };
+    let out = call(&["reverse", r#"{"text": "abc"}"#]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "cba");
+    let out = call(&["divide", r#"{"a": 7, "b": 0}"#]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot divide 7 by zero"),
+        "{}",
+        show(&out)
+    );
+    let args = r#"{"a": 256, "b": 0, "c": 0, "d": 0, "e": 0, "f": 0, "g": 0, "h": 0}"#;
+    let out = call(&["kinds_ints", args]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("256"),
+        "{}",
+        show(&out)
+    );
+    let out = call(&["divide", r#"{"a": 9, "b": 3}"#]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
 }
