@@ -56,6 +56,7 @@ pub fn build_all() -> crate::Result<PathBuf> {
             "hostile_term",
             "content_v2",
             "plain_wit",
+            "plain_http",
         ],
     )?;
     crate::langs::build_all(&out)?;

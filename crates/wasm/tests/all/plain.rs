@@ -348,3 +348,37 @@ async fn a_cached_plain_component_lists_the_same_tools() {
         Some(json!(3))
     );
 }
+
+#[tokio::test]
+async fn a_plain_component_importing_wasi_http_reaches_only_what_its_request_file_allows() {
+    let a = crate::net::server("from A").await;
+    let b = crate::net::server("from B").await;
+    let fetch = |reg: &toolhost_core::tools::ToolRegistry, port: u16| {
+        let reg = reg.clone();
+        async move {
+            support::call(
+                &reg,
+                "fetch",
+                json!({"authority": format!("127.0.0.1:{port}")}),
+            )
+            .await
+        }
+    };
+    let policy = format!("network = [\"http://127.0.0.1:{a}\"]\n");
+    let (reg, _d) = support::with_policy("plain_http", &policy).await;
+    // Its import of wasi:http is its declaration of network.
+    let spec = reg.get("fetch").map(|t| t.required_permissions());
+    assert_eq!(spec, Some(vec![toolhost_core::tools::Permission::Network]));
+    let ok = fetch(&reg, a).await;
+    assert_eq!(ok.output.map(|o| o.canonical).ok(), Some(json!("from A")));
+    let denied = fetch(&reg, b).await;
+    let text = support::err_text(&denied);
+    assert!(text.contains("denied"), "{text}");
+    let ok = fetch(&reg, a).await;
+    assert!(ok.is_ok(), "{}", ok.model_text());
+
+    // Without a request file: nothing is reachable.
+    let (reg, _d) = support::with_policy("plain_http", "").await;
+    let text = support::err_text(&fetch(&reg, a).await);
+    assert!(text.contains("denied"), "{text}");
+}
