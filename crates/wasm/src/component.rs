@@ -242,8 +242,9 @@ impl Plugin {
                 digest,
                 cached: Described::Plain(plain),
             } => {
-                let (specs, refused) = plain_tools(plain);
-                (new_inner(engine, digest, OnceLock::new()), specs, Some(refused))
+                let inner = new_inner(engine, digest, OnceLock::new());
+                let (specs, refused) = plain_tools(plain, &inner.policy);
+                (inner, specs, Some(refused))
             }
             Opened::Listed {
                 digest,
@@ -288,7 +289,7 @@ impl Plugin {
                     if let Some(file) = optimize {
                         optimize_later(&inner, &main_engine, file);
                     }
-                    let (specs, refused) = plain_tools(derived);
+                    let (specs, refused) = plain_tools(derived, &inner.policy);
                     for why in &refused {
                         tracing::warn!(plugin = %name, "not a tool: {why}");
                     }
@@ -463,10 +464,20 @@ impl Plugin {
     }
 }
 
-/// The tools of a plain component as (spec, export to call) pairs, and its refusals.
-fn plain_tools(d: crate::plain::PlainDescribed) -> (Vec<(ToolSpec, String)>, Vec<String>) {
+/// The tools of a plain component as (spec, export to call) pairs, each declaring what
+/// `policy` asks for of what it could use ([`crate::plain::declared`]), and its refusals.
+fn plain_tools(
+    d: crate::plain::PlainDescribed,
+    policy: &Policy,
+) -> (Vec<(ToolSpec, String)>, Vec<String>) {
     (
-        d.tools.into_iter().map(|t| (t.spec, t.export)).collect(),
+        d.tools
+            .into_iter()
+            .map(|mut t| {
+                t.spec.permissions = crate::plain::declared(policy, &t.spec.permissions);
+                (t.spec, t.export)
+            })
+            .collect(),
         d.refused,
     )
 }

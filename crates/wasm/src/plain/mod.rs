@@ -17,10 +17,14 @@
 //! name, or with one over 64 characters, is refused. Across plugins the loader's
 //! collision rule applies as for any tool (`crate::folder`).
 //!
-//! **Permissions.** Such a component declares none; each tool is taken to declare what
-//! the component imports: `wasi:filesystem` → read and write (never delete),
-//! `wasi:http/outgoing-handler` or `wasi:sockets` → network. What it gets is that ∩ the
-//! operator-approved request file `NAME.toml`, under the same rules as every plugin.
+//! **Permissions.** Such a component declares none. What it *could* use follows from
+//! its imports: `wasi:filesystem` → read and write (never delete),
+//! `wasi:http/outgoing-handler` or `wasi:sockets` → network (cached with the tools). At
+//! load each tool is taken to declare the part of that which its request file `NAME.toml`
+//! asks for ([`declared`]): a component without a request file declares nothing, so it
+//! needs no permission of the host policy and gets no capability; one whose request file
+//! asks for a folder or a host declares read, write or network, which the operator's
+//! approval and the host policy then decide like any plugin's.
 //!
 //! The derived tools are a pure function of the component's bytes, cached by its digest
 //! like `describe()` output; no guest code runs to list them.
@@ -112,7 +116,7 @@ pub(crate) fn is_plain(engine: &Engine, component: &Component) -> bool {
     any_func
 }
 
-/// What the tools of a component importing `imports` declare (see the module docs).
+/// What the tools of a component importing `imports` could use (see the module docs).
 pub(crate) fn permissions_from_imports<'a>(
     imports: impl IntoIterator<Item = &'a str>,
 ) -> Vec<Permission> {
@@ -129,6 +133,18 @@ pub(crate) fn permissions_from_imports<'a>(
         p.push(Permission::Network);
     }
     p
+}
+
+/// What a tool that could use `possible` declares under `policy` (its request file, or
+/// the approved grant): the part of `possible` the policy offers something for.
+pub(crate) fn declared(policy: &crate::policy::Policy, possible: &[Permission]) -> Vec<Permission> {
+    let wants = |p: &Permission| match p {
+        Permission::Read => !policy.read.is_empty(),
+        Permission::Write => !policy.write.is_empty(),
+        Permission::Network => !policy.network.is_empty() || policy.sockets,
+        _ => false,
+    };
+    possible.iter().filter(|p| wants(p)).cloned().collect()
 }
 
 /// One exported function found in the component type.
