@@ -197,6 +197,22 @@ impl Plugin {
         path: &Path,
         policy: Policy,
     ) -> Result<Plugin, PluginError> {
+        let request = policy.clone();
+        Self::load_with_request(engine, path, policy, &request).await
+    }
+
+    /// [`Plugin::load_with_policy`], also given the plugin's request (`NAME.toml` as
+    /// written, of which `policy` is the approved part). A tool-world component's tools
+    /// declare their own permissions and the request is not used; a plain WIT component's
+    /// tools declare what the request asks for of what its imports could use
+    /// ([`crate::plain::declared`]), so an unapproved request shows as needing approval
+    /// rather than as a tool that declared nothing.
+    pub async fn load_with_request(
+        engine: &WasmEngine,
+        path: &Path,
+        policy: Policy,
+        request: &Policy,
+    ) -> Result<Plugin, PluginError> {
         let name = path.display().to_string();
         let t0 = std::time::Instant::now();
         let stem = path
@@ -242,9 +258,8 @@ impl Plugin {
                 digest,
                 cached: Described::Plain(plain),
             } => {
-                let inner = new_inner(engine, digest, OnceLock::new());
-                let (specs, refused) = plain_tools(plain, &inner.policy);
-                (inner, specs, Some(refused))
+                let (specs, refused) = plain_tools(plain, request);
+                (new_inner(engine, digest, OnceLock::new()), specs, Some(refused))
             }
             Opened::Listed {
                 digest,
@@ -289,7 +304,7 @@ impl Plugin {
                     if let Some(file) = optimize {
                         optimize_later(&inner, &main_engine, file);
                     }
-                    let (specs, refused) = plain_tools(derived, &inner.policy);
+                    let (specs, refused) = plain_tools(derived, request);
                     for why in &refused {
                         tracing::warn!(plugin = %name, "not a tool: {why}");
                     }
@@ -465,16 +480,17 @@ impl Plugin {
 }
 
 /// The tools of a plain component as (spec, export to call) pairs, each declaring what
-/// `policy` asks for of what it could use ([`crate::plain::declared`]), and its refusals.
+/// `request` asks for of what it could use ([`crate::plain::declared`]), and its
+/// refusals.
 fn plain_tools(
     d: crate::plain::PlainDescribed,
-    policy: &Policy,
+    request: &Policy,
 ) -> (Vec<(ToolSpec, String)>, Vec<String>) {
     (
         d.tools
             .into_iter()
             .map(|mut t| {
-                t.spec.permissions = crate::plain::declared(policy, &t.spec.permissions);
+                t.spec.permissions = crate::plain::declared(request, &t.spec.permissions);
                 (t.spec, t.export)
             })
             .collect(),

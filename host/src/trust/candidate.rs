@@ -41,7 +41,8 @@ impl Candidate {
     ) -> anyhow::Result<Candidate> {
         let engine = wasm_engine()?;
         let plugin =
-            Plugin::load_with_policy(&engine, wasm, effective_policy(request, None)).await?;
+            Plugin::load_with_request(&engine, wasm, effective_policy(request, None), request)
+                .await?;
         Ok(Candidate {
             name: name.to_string(),
             request: request_of(request),

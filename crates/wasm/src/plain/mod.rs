@@ -21,7 +21,9 @@
 //! its imports: `wasi:filesystem` → read and write (never delete),
 //! `wasi:http/outgoing-handler` or `wasi:sockets` → network (cached with the tools). At
 //! load each tool is taken to declare the part of that which its request file `NAME.toml`
-//! asks for ([`declared`]): a component without a request file declares nothing, so it
+//! asks for ([`declared`]; the request as written, not only its approved part, so an
+//! unapproved request shows as needing approval): a component without a request file
+//! declares nothing, so it
 //! needs no permission of the host policy and gets no capability; one whose request file
 //! asks for a folder or a host declares read, write or network, which the operator's
 //! approval and the host policy then decide like any plugin's.
