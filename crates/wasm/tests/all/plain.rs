@@ -382,3 +382,71 @@ async fn a_plain_component_importing_wasi_http_reaches_only_what_its_request_fil
     let text = support::err_text(&fetch(&reg, a).await);
     assert!(text.contains("denied"), "{text}");
 }
+
+/// A hand-written component (WAT) whose functions lie about their results: a `char` that
+/// is a surrogate, an `enum` discriminant past its cases, a string pointing outside its
+/// memory; and one whose parameter type nests deeper than the host accepts.
+fn liar_wat() -> String {
+    let mut deep = "u8".to_string();
+    for _ in 0..40 {
+        deep = format!("(list {deep})");
+    }
+    format!(
+        r#"(component
+        (core module $m
+            (memory (export "mem") 1)
+            (func (export "realloc") (param i32 i32 i32 i32) (result i32) i32.const 1024)
+            (func (export "bad-char") (result i32) i32.const 0xD800)
+            (func (export "bad-enum") (result i32) i32.const 7)
+            (func (export "bad-string") (result i32)
+                (i32.store (i32.const 0) (i32.const 0xFFFFFF00))
+                (i32.store (i32.const 4) (i32.const 1000))
+                i32.const 0)
+            (func (export "deep") (param i32 i32))
+            (func (export "good") (result i32) i32.const 65)
+        )
+        (core instance $i (instantiate $m))
+        (type $e (enum "a" "b"))
+        (export $e2 "e" (type $e))
+        (func $bc (result char) (canon lift (core func $i "bad-char")))
+        (export "bad-char" (func $bc))
+        (func $be (result $e2) (canon lift (core func $i "bad-enum")))
+        (export "bad-enum" (func $be))
+        (func $bs (result string)
+            (canon lift (core func $i "bad-string") (memory (core memory $i "mem")) (realloc (core func $i "realloc"))))
+        (export "bad-string" (func $bs))
+        (func $d (param "p" {deep})
+            (canon lift (core func $i "deep") (memory (core memory $i "mem")) (realloc (core func $i "realloc"))))
+        (export "deep" (func $d))
+        (func $g (result char) (canon lift (core func $i "good")))
+        (export "good" (func $g))
+    )"#
+    )
+}
+
+#[tokio::test]
+async fn results_that_break_their_type_fail_the_call_and_a_good_call_still_works() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("liar.wasm");
+    let bytes = wat::parse_str(liar_wat()).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
+    let p = Plugin::load(support::engine(), &path)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.is_plain_wit());
+    // Too deep a type: not a tool, named.
+    let refused = p.refused_exports().join("\n");
+    assert!(
+        refused.contains("`deep`") && refused.contains("nested more than 32 levels"),
+        "{refused}"
+    );
+    for name in ["bad-char", "bad-enum", "bad-string"] {
+        match run(&p, name, json!({})).await {
+            Err(ToolError::ExecutionFailed(_, m)) => {
+                assert!(m.starts_with("the plugin failed: "), "{name}: {m}")
+            }
+            other => panic!("{name}: expected a failed call, got {other:?}"),
+        }
+        assert_eq!(run(&p, "good", json!({})).await.ok(), Some(json!("A")));
+    }
+}
