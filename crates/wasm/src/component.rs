@@ -133,7 +133,18 @@ fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked
         .inner
         .linker
         .instantiate_pre(component)
-        .map_err(wrong)?;
+        .map_err(|e| {
+            if crate::plain::is_plain(engine.engine(), component) {
+                PluginError::PlainWit {
+                    path: name.to_string(),
+                    message: format!(
+                        "cannot link it: {e:#} (the host provides WASI 0.2 and nothing else)"
+                    ),
+                }
+            } else {
+                wrong(e)
+            }
+        })?;
     let pre = match WorldPre::new(pre.clone()) {
         Ok(p) => p,
         Err(_) if crate::plain::is_plain(engine.engine(), component) => {
@@ -295,7 +306,7 @@ impl Plugin {
                         })?
                         .ok_or_else(|| PluginError::Changed { path: name.clone() })?;
                     let derived = crate::plain::derive(engine.engine(), &component, Some(&bytes))
-                        .map_err(|message| PluginError::WrongWorld {
+                        .map_err(|message| PluginError::PlainWit {
                             path: name.clone(),
                             message,
                         })?;

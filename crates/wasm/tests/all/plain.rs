@@ -450,3 +450,26 @@ async fn results_that_break_their_type_fail_the_call_and_a_good_call_still_works
         assert_eq!(run(&p, "good", json!({})).await.ok(), Some(json!("A")));
     }
 }
+
+#[tokio::test]
+async fn a_plain_component_importing_what_the_host_lacks_is_refused_by_name() {
+    let wat = r#"(component
+        (import "my:logger/log" (instance $log (export "log" (func (param "msg" string)))))
+        (core module $m (func (export "f") (result i32) i32.const 1))
+        (core instance $i (instantiate $m))
+        (func $f (result u32) (canon lift (core func $i "f")))
+        (export "f" (func $f))
+    )"#;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("needs_logger.wasm");
+    let bytes = wat::parse_str(wat).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
+    match Plugin::load(support::engine(), &path).await {
+        Err(e @ toolhost_wasm::PluginError::PlainWit { .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("my:logger/log"), "{m}");
+            assert!(!m.contains("toolhost:tool world"), "{m}");
+        }
+        other => panic!("expected a plain WIT refusal, got {other:?}"),
+    }
+}
