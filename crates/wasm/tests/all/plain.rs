@@ -473,3 +473,26 @@ async fn a_plain_component_importing_what_the_host_lacks_is_refused_by_name() {
         other => panic!("expected a plain WIT refusal, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn two_plain_components_with_the_same_function_names_go_through_the_collision_rule() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    support::install(dir.path(), "plain_wit", None);
+    std::fs::copy(support::wasm("plain_wit"), dir.path().join("other.wasm"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let reg = support::registry(dir.path()).await;
+    assert!(!reg.contains("reverse"));
+    assert!(!reg.contains("kinds_echo"));
+    for name in ["plain_wit__reverse", "other__reverse", "other__kinds_area"] {
+        assert!(reg.contains(name), "{name} missing");
+    }
+    let inv = support::call(&reg, "other__reverse", json!({"text": "ab"})).await;
+    assert_eq!(inv.output.map(|o| o.canonical).ok(), Some(json!("ba")));
+    let inv = support::call(
+        &reg,
+        "plain_wit__kinds_area",
+        json!({"s": {"tag": "empty"}}),
+    )
+    .await;
+    assert_eq!(inv.output.map(|o| o.canonical).ok(), Some(json!(0.0)));
+}
