@@ -496,3 +496,37 @@ async fn two_plain_components_with_the_same_function_names_go_through_the_collis
     .await;
     assert_eq!(inv.output.map(|o| o.canonical).ok(), Some(json!(0.0)));
 }
+
+#[tokio::test]
+async fn interface_functions_are_named_by_the_documented_rule() {
+    let long = "a".repeat(60);
+    let wat = format!(
+        r#"(component
+        (core module $m (func (export "f") (result i32) i32.const 7))
+        (core instance $i (instantiate $m))
+        (func $f (result u32) (canon lift (core func $i "f")))
+        (instance $a (export "go" (func $f)))
+        (instance $b (export "go" (func $f)) (export "stop" (func $f)))
+        (instance $c (export "{long}" (func $f)))
+        (export "a:x/util@1.0.0" (instance $a))
+        (export "b:y/util" (instance $b))
+        (export "tools" (instance $c))
+        (export "ping" (func $f))
+    )"#
+    );
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("names.wasm");
+    let bytes = wat::parse_str(wat).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
+    let p = Plugin::load(support::engine(), &path)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut names: Vec<&str> = p.tools().iter().map(|t| t.spec().name.as_str()).collect();
+    names.sort_unstable();
+    // `util_go` twice: both qualified with their package; `util_stop` is unique.
+    assert_eq!(names, ["a-x-util_go", "b-y-util_go", "ping", "util_stop"]);
+    let refused = p.refused_exports().join("\n");
+    assert!(refused.contains("is over 64 characters"), "{refused}");
+    assert_eq!(run(&p, "a-x-util_go", json!({})).await.ok(), Some(json!(7)));
+    assert_eq!(run(&p, "ping", json!(null)).await.ok(), Some(json!(7)));
+}
