@@ -10,7 +10,8 @@
 //! - `serve --http` on a non-loopback address names the real flag, `--allow-remote`;
 //! - a plain WIT component (`tests/fixtures/plain_wit`, never aware of toolhost) is
 //!   listed, inspected (kind, imports, the functions that are not tools) and called: an
-//!   ok result, an `err` result as a tool error, an out-of-range argument refused.
+//!   ok result, an `err` result as a tool error, an out-of-range argument refused; and
+//!   served over MCP (stdio): listed with its derived schema, called.
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -558,4 +559,66 @@ fn a_plain_wit_component_is_listed_inspected_and_called() {
     let out = call(&["divide", r#"{"a": 9, "b": 3}"#]);
     assert!(out.status.success(), "{}", show(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
+
+    // Served over MCP (stdio): listed with its derived schema, called, its err result an
+    // error result.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["serve", "--stdio", "--no-audit", "--plugins", pdir])
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap());
+    let mut rpc = |msg: Value| -> Option<Value> {
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+        let id = msg.get("id")?.clone();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(lines.read_line(&mut line).unwrap() > 0, "serve closed");
+            if let Ok(v) = serde_json::from_str::<Value>(line.trim())
+                && v["id"] == id
+            {
+                return Some(v);
+            }
+        }
+    };
+    rpc(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    rpc(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let list = rpc(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let area = tools.iter().find(|t| t["name"] == "kinds_area").unwrap();
+    assert_eq!(area["description"], "The area of a shape.");
+    assert_eq!(
+        area["inputSchema"]["properties"]["s"]["oneOf"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+    let res = rpc(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "kinds_area", "arguments": {"s": {"tag": "rect", "value": {"x": 2.0, "y": 3.0}}}}}),
+    )
+    .unwrap();
+    assert_ne!(res["result"]["isError"], true, "{res}");
+    assert!(res["result"]["content"][0]["text"] == "6.0", "{res}");
+    let res = rpc(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "divide", "arguments": {"a": 1, "b": 0}}}),
+    )
+    .unwrap();
+    assert_eq!(res["result"]["isError"], true, "{res}");
+    assert!(res.to_string().contains("cannot divide 1 by zero"), "{res}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }
