@@ -12,7 +12,8 @@ use wasmtime::component::Type;
 use super::limits::MAX_TYPE_DEPTH;
 
 /// Why a WIT type has no JSON mapping.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct Unsupported(pub(crate) String);
 
 /// The JSON Schema of the arguments object of a function with `params`: one property

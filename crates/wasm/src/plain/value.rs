@@ -44,11 +44,13 @@ impl Budget {
 
 /// Why an argument does not fit its parameter's type: the place (`a.b[2]`) and what was
 /// expected. Shown to the model as an argument error.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct ArgError(pub(crate) String);
 
 /// Why a result cannot become JSON (over its budget, or a value with no JSON form).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct ResultError(pub(crate) String);
 
 /// The JSON `v` (at `path`, for messages) as a value of `ty`.

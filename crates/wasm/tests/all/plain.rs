@@ -530,3 +530,34 @@ async fn interface_functions_are_named_by_the_documented_rule() {
     assert_eq!(run(&p, "a-x-util_go", json!({})).await.ok(), Some(json!(7)));
     assert_eq!(run(&p, "ping", json!(null)).await.ok(), Some(json!(7)));
 }
+
+#[tokio::test]
+async fn a_plain_function_that_spins_is_stopped_by_the_limits() {
+    let wat = r#"(component
+        (core module $m
+            (func (export "spin") (loop $l (br $l)))
+            (func (export "ok") (result i32) i32.const 1))
+        (core instance $i (instantiate $m))
+        (func $spin (canon lift (core func $i "spin")))
+        (export "spin" (func $spin))
+        (func $ok (result bool) (canon lift (core func $i "ok")))
+        (export "ok" (func $ok))
+    )"#;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("spinner.wasm");
+    let bytes = wat::parse_str(wat).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("spinner.toml"), "timeout_ms = 300\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let p = Plugin::load(support::engine(), &path)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t0 = std::time::Instant::now();
+    match run(&p, "spin", json!({})).await {
+        Err(ToolError::Timeout(..)) => {}
+        Err(ToolError::ExecutionFailed(_, m)) if m.contains("fuel") => {}
+        other => panic!("expected the call to be stopped, got {other:?}"),
+    }
+    assert!(t0.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(run(&p, "ok", json!({})).await.ok(), Some(json!(true)));
+}
