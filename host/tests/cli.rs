@@ -7,7 +7,11 @@
 //! - `list --json` into a pipe whose reader is gone: a quiet exit, no panic message;
 //! - `serve --stdio -vvv` with stderr on the same pipe as stdout: the shared descriptors
 //!   stay blocking (so logging cannot hit `EAGAIN`), the protocol works, no abort;
-//! - `serve --http` on a non-loopback address names the real flag, `--allow-remote`.
+//! - `serve --http` on a non-loopback address names the real flag, `--allow-remote`;
+//! - a plain WIT component (`tests/fixtures/plain_wit`, never aware of toolhost) is
+//!   listed, inspected (kind, imports, the functions that are not tools) and called: an
+//!   ok result, an `err` result as a tool error, an out-of-range argument refused; and
+//!   served over MCP (stdio): listed with its derived schema, called.
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -474,4 +478,147 @@ fn the_first_tools_list_on_a_warm_cache_is_complete() {
             "attempt {attempt}: the first tools/list was partial"
         );
     }
+}
+
+#[test]
+fn a_plain_wit_component_is_listed_inspected_and_called() {
+    let Some(plugins) = built_plugins(&["fixtures/plain_wit.wasm"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("plugins");
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::copy(
+        plugins.join("fixtures/plain_wit.wasm"),
+        p.join("plain_wit.wasm"),
+    )
+    .unwrap();
+    let pdir = p.to_str().unwrap();
+
+    let out = toolhost(dir.path(), &["list", "--json", "--plugins", pdir]);
+    assert!(out.status.success(), "{}", show(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = doc["tools"].as_array().unwrap();
+    let reverse = tools.iter().find(|t| t["name"] == "reverse").unwrap();
+    assert_eq!(reverse["description"], "Reverses a piece of text.");
+    assert!(tools.iter().any(|t| t["name"] == "kinds_echo"));
+    assert!(!tools.iter().any(|t| t["name"] == "kinds_make-counter"));
+
+    let out = toolhost(
+        dir.path(),
+        &["inspect", "--plugins", pdir, "plugins/plain_wit.wasm"],
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("kind: plain WIT component"), "{text}");
+    assert!(text.contains("not tools:"), "{text}");
+    assert!(
+        text.contains("`make-counter` of `demo:plain/kinds@0.1.0`"),
+        "{text}"
+    );
+    assert!(text.contains("tool kinds_ints"), "{text}");
+    let out = toolhost(
+        dir.path(),
+        &[
+            "inspect",
+            "--json",
+            "--plugins",
+            pdir,
+            "plugins/plain_wit.wasm",
+        ],
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["kind"], "plain-wit");
+    assert!(doc["imports"].as_array().is_some_and(|i| !i.is_empty()));
+    assert_eq!(doc["not_tools"].as_array().map(Vec::len), Some(3));
+
+    let call = |args: &[&str]| {
+        let mut all = vec!["call", "--plugins", pdir];
+        all.extend_from_slice(args);
+        toolhost(dir.path(), &all)
+    };
+    let out = call(&["reverse", r#"{"text": "abc"}"#]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "cba");
+    let out = call(&["divide", r#"{"a": 7, "b": 0}"#]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot divide 7 by zero"),
+        "{}",
+        show(&out)
+    );
+    let args = r#"{"a": 256, "b": 0, "c": 0, "d": 0, "e": 0, "f": 0, "g": 0, "h": 0}"#;
+    let out = call(&["kinds_ints", args]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("256"),
+        "{}",
+        show(&out)
+    );
+    let out = call(&["divide", r#"{"a": 9, "b": 3}"#]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
+
+    // Served over MCP (stdio): listed with its derived schema, called, its err result an
+    // error result.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["serve", "--stdio", "--no-audit", "--plugins", pdir])
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap());
+    let mut rpc = |msg: Value| -> Option<Value> {
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+        let id = msg.get("id")?.clone();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(lines.read_line(&mut line).unwrap() > 0, "serve closed");
+            if let Ok(v) = serde_json::from_str::<Value>(line.trim())
+                && v["id"] == id
+            {
+                return Some(v);
+            }
+        }
+    };
+    rpc(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    rpc(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let list = rpc(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let area = tools.iter().find(|t| t["name"] == "kinds_area").unwrap();
+    assert_eq!(area["description"], "The area of a shape.");
+    assert_eq!(
+        area["inputSchema"]["properties"]["s"]["oneOf"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+    let res = rpc(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "kinds_area", "arguments": {"s": {"tag": "rect", "value": {"x": 2.0, "y": 3.0}}}}}),
+    )
+    .unwrap();
+    assert_ne!(res["result"]["isError"], true, "{res}");
+    assert!(res["result"]["content"][0]["text"] == "6.0", "{res}");
+    let res = rpc(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "divide", "arguments": {"a": 1, "b": 0}}}),
+    )
+    .unwrap();
+    assert_eq!(res["result"]["isError"], true, "{res}");
+    assert!(res.to_string().contains("cannot divide 1 by zero"), "{res}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }

@@ -6,7 +6,9 @@
 //!   granted capability: a file in the granted folder, an allowlisted HTTP host);
 //! - a capability its policy does not grant is denied (and leaves no mark);
 //! - a spin loop written in that language is stopped by the epoch deadline;
-//! - a freshly scaffolded `toolhost new` project builds and answers a call.
+//! - a freshly scaffolded `toolhost new` project builds and answers a call;
+//! - (JavaScript) a plain WIT component of its own world (`tests/fixtures/langs/js_plain`)
+//!   is a toolbox: its exported functions are listed and called with typed arguments.
 //!
 //! The guests come from `cargo xtask plugins` (`$TOOLHOST_TEST_PLUGINS`, set by
 //! `cargo xtask test`, else `target/plugins`); when they are missing the test builds them.
@@ -38,7 +40,12 @@ fn plugins() -> Option<&'static PathBuf> {
         let dir = toolhost_testkit::plugins_dir();
         let wanted = ["js_http.wasm", "py_files.wasm", "c_checksum.wasm"];
         let fixtures = fixtures_dir(&dir);
-        let spins = ["js_spin.wasm", "py_spin.wasm", "c_spin.wasm"];
+        let spins = [
+            "js_spin.wasm",
+            "py_spin.wasm",
+            "c_spin.wasm",
+            "js_plain.wasm",
+        ];
         let complete = |d: &Path| {
             wanted.iter().all(|w| d.join(w).is_file())
                 && spins.iter().all(|w| fixtures.join(w).is_file())
@@ -251,6 +258,68 @@ fn js_plugin_loads_lists_and_calls() {
     let canonical = canonical(&v);
     assert_eq!(canonical["status"], 200);
     assert_eq!(srv.hits.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn js_plain_wit_component_is_a_toolbox() {
+    let dir = need_plugins!();
+    let tmp = plugin_dir(&fixtures_dir(&dir).join("js_plain.wasm"), "");
+    let mut tools = listed(tmp.path());
+    tools.sort();
+    assert_eq!(
+        tools,
+        [
+            "add",
+            "text_area",
+            "text_convert",
+            "text_mix",
+            "text_stats",
+            "text_words"
+        ]
+    );
+    let v = call(tmp.path(), "add", r#"{"a": 2, "b": 40}"#);
+    assert_eq!(ok_render(&v), "42");
+    // An s64 boundary: the sum overflows, the guest's error is the tool error.
+    let v = call(tmp.path(), "add", r#"{"a": 9223372036854775807, "b": 1}"#);
+    assert_eq!(v["ok"], false, "{v:#}");
+    assert!(
+        v["error"].as_str().unwrap_or_default().contains("overflow"),
+        "{v:#}"
+    );
+    let v = call(tmp.path(), "text_stats", r#"{"text": "ab 12 c"}"#);
+    ok_render(&v);
+    assert_eq!(
+        canonical(&v),
+        serde_json::json!({"letters": 3, "digits": 2, "spaces": 2})
+    );
+    let mix = r#"{"letter": "é", "bytes": [0, 255], "style": ["italic"], "pair": [1, "x"]}"#;
+    let v = call(tmp.path(), "text_mix", mix);
+    ok_render(&v);
+    assert_eq!(
+        canonical(&v),
+        serde_json::json!(["é", [0, 255], ["italic"], [1, "x"], null])
+    );
+    let v = call(
+        tmp.path(),
+        "text_area",
+        r#"{"s": {"tag": "square", "value": 3}}"#,
+    );
+    ok_render(&v);
+    assert_eq!(canonical(&v), serde_json::json!(9.0));
+    // A case that is not in the enum: an argument error, the guest never runs.
+    let v = call(
+        tmp.path(),
+        "text_convert",
+        r#"{"celsius": 1, "to": "kelvin"}"#,
+    );
+    assert_eq!(v["ok"], false, "{v:#}");
+    let v = call(
+        tmp.path(),
+        "text_convert",
+        r#"{"celsius": 100, "to": "fahrenheit"}"#,
+    );
+    ok_render(&v);
+    assert_eq!(canonical(&v), serde_json::json!(212.0));
 }
 
 #[test]

@@ -54,13 +54,27 @@ pub fn build_all(out: &Path) -> crate::Result {
             fixtures.join("js_spin.wasm"),
         ),
     ];
-    if js.iter().any(|(src, wasm)| stale(wasm, src)) {
+    // A plain WIT component (its own world, not toolhost's), for the plain-WIT tests.
+    let js_plain = root.join("tests/fixtures/langs/js_plain");
+    let js_plain_wasm = fixtures.join("js_plain.wasm");
+    let plain_stale = stale(&js_plain_wasm, &js_plain);
+    if plain_stale || js.iter().any(|(src, wasm)| stale(wasm, src)) {
         let cjs = tc.componentize_js()?;
         for (src, wasm) in &js {
             if stale(wasm, src) {
                 crate::step(&format!("componentize-js {}", rel(src)));
                 build_js(&cjs, src, wasm)?;
             }
+        }
+        if plain_stale {
+            crate::step(&format!("componentize-js {}", rel(&js_plain)));
+            build_js_world(
+                &cjs,
+                &js_plain.join("jsplain.js"),
+                &js_plain.join("wit"),
+                "jsplain",
+                &js_plain_wasm,
+            )?;
         }
     }
 
@@ -142,6 +156,27 @@ pub fn build_js(cjs: &Path, src: &Path, wasm: &Path) -> crate::Result {
             .arg("--wit")
             .arg(&wit)
             .args(["--world-name", "tool", "-o"])
+            .arg(&tmp),
+    )?;
+    rename(&tmp, wasm)
+}
+
+/// Builds a JS component of its own world (`world` in the WIT folder `wit`).
+pub fn build_js_world(
+    cjs: &Path,
+    src: &Path,
+    wit: &Path,
+    world: &str,
+    wasm: &Path,
+) -> crate::Result {
+    let tmp = wasm.with_extension("wasm.tmp");
+    crate::run(
+        Command::new("node")
+            .arg(cjs)
+            .arg(src)
+            .arg("--wit")
+            .arg(wit)
+            .args(["--world-name", world, "-o"])
             .arg(&tmp),
     )?;
     rename(&tmp, wasm)

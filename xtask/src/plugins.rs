@@ -55,6 +55,8 @@ pub fn build_all() -> crate::Result<PathBuf> {
             "desc_huge",
             "hostile_term",
             "content_v2",
+            "plain_wit",
+            "plain_http",
         ],
     )?;
     crate::langs::build_all(&out)?;

@@ -117,7 +117,8 @@ impl PluginInner {
     }
 }
 
-/// Links a compiled component against the host and checks it implements the `tool` world.
+/// Links a compiled component against the host and checks it implements the `tool` world,
+/// or else is a plain WIT component ([`crate::plain::is_plain`]).
 fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked, PluginError> {
     let imports = component
         .component_type()
@@ -132,8 +133,25 @@ fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked
         .inner
         .linker
         .instantiate_pre(component)
-        .map_err(wrong)?;
-    let pre = WorldPre::new(pre).map_err(wrong)?;
+        .map_err(|e| {
+            if crate::plain::is_plain(engine.engine(), component) {
+                PluginError::PlainWit {
+                    path: name.to_string(),
+                    message: format!(
+                        "cannot link it: {e:#} (the host provides WASI 0.2 and nothing else)"
+                    ),
+                }
+            } else {
+                wrong(e)
+            }
+        })?;
+    let pre = match WorldPre::new(pre.clone()) {
+        Ok(p) => p,
+        Err(_) if crate::plain::is_plain(engine.engine(), component) => {
+            WorldPre::Plain(crate::plain::PlainPre { pre })
+        }
+        Err(e) => return Err(wrong(e)),
+    };
     tracing::debug!(plugin = name, world = pre.version(), "component linked");
     Ok(Linked { pre, imports })
 }
@@ -143,6 +161,9 @@ fn link(engine: &WasmEngine, component: &Component, name: &str) -> Result<Linked
 pub struct Plugin {
     inner: Arc<PluginInner>,
     tools: Vec<Arc<WasmTool>>,
+    /// For a plain WIT component: each exported function that is not a tool, and why.
+    /// `None` for a `tool`-world component.
+    refused: Option<Arc<Vec<String>>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -187,6 +208,22 @@ impl Plugin {
         path: &Path,
         policy: Policy,
     ) -> Result<Plugin, PluginError> {
+        let request = policy.clone();
+        Self::load_with_request(engine, path, policy, &request).await
+    }
+
+    /// [`Plugin::load_with_policy`], also given the plugin's request (`NAME.toml` as
+    /// written, of which `policy` is the approved part). A tool-world component's tools
+    /// declare their own permissions and the request is not used; a plain WIT component's
+    /// tools declare what the request asks for of what its imports could use
+    /// ([`crate::plain::declared`]), so an unapproved request shows as needing approval
+    /// rather than as a tool that declared nothing.
+    pub async fn load_with_request(
+        engine: &WasmEngine,
+        path: &Path,
+        policy: Policy,
+        request: &Policy,
+    ) -> Result<Plugin, PluginError> {
         let name = path.display().to_string();
         let t0 = std::time::Instant::now();
         let stem = path
@@ -210,11 +247,31 @@ impl Plugin {
                 optimized: OnceLock::new(),
             })
         };
-        let (inner, specs) = match opened {
+        let world_tools = |specs: Vec<ToolSpec>| {
+            specs
+                .into_iter()
+                .map(|s| {
+                    let guest = s.name.clone();
+                    (s, guest)
+                })
+                .collect::<Vec<_>>()
+        };
+        let (inner, specs, refused) = match opened {
             Opened::Listed {
                 digest,
                 cached: Described::Tools(specs),
-            } => (new_inner(engine, digest, OnceLock::new()), specs),
+            } => (
+                new_inner(engine, digest, OnceLock::new()),
+                world_tools(specs),
+                None,
+            ),
+            Opened::Listed {
+                digest,
+                cached: Described::Plain(plain),
+            } => {
+                let (specs, refused) = plain_tools(plain, request);
+                (new_inner(engine, digest, OnceLock::new()), specs, Some(refused))
+            }
             Opened::Listed {
                 digest,
                 cached: Described::Rejected(rejection),
@@ -235,7 +292,35 @@ impl Plugin {
                 // The engine may be the concurrency-enabled sibling (see `compile_any`),
                 // or the baseline one (see `EngineOptions::baseline_first`).
                 let linked = link(&engine, &component, &name)?;
+                let plain = matches!(linked.pre, WorldPre::Plain(_));
                 let inner = new_inner(&engine, digest.clone(), OnceLock::from(Ok(linked)));
+                if plain {
+                    // Derived from the component's type and its doc comments (read from
+                    // the file again: it must still be the file that was compiled).
+                    let max = engine.options().max_plugin_bytes;
+                    let bytes = std::fs::File::open(path)
+                        .and_then(|mut f| crate::engine::read_same(&mut f, &digest, max))
+                        .map_err(|source| PluginError::Io {
+                            path: name.clone(),
+                            source,
+                        })?
+                        .ok_or_else(|| PluginError::Changed { path: name.clone() })?;
+                    let derived = crate::plain::derive(engine.engine(), &component, Some(&bytes))
+                        .map_err(|message| PluginError::PlainWit {
+                            path: name.clone(),
+                            message,
+                        })?;
+                    drop(bytes);
+                    engine.store_describe(&digest, &Described::Plain(derived.clone()));
+                    if let Some(file) = optimize {
+                        optimize_later(&inner, &main_engine, file);
+                    }
+                    let (specs, refused) = plain_tools(derived, request);
+                    for why in &refused {
+                        tracing::warn!(plugin = %name, "not a tool: {why}");
+                    }
+                    (inner, specs, Some(refused))
+                } else {
                 // describe() is a pure function of the component (it runs with no
                 // grants), so its result, or a refusal that does not depend on the
                 // policy, is cached by the component's digest.
@@ -247,7 +332,7 @@ impl Plugin {
                         if let Some(file) = optimize {
                             optimize_later(&inner, &main_engine, file);
                         }
-                        (inner, specs)
+                        (inner, world_tools(specs), None)
                     }
                     Err(DescribeFailure::Remembered(rejection)) => {
                         engine.store_describe(&digest, &Described::Rejected(rejection.clone()));
@@ -260,18 +345,19 @@ impl Plugin {
                         });
                     }
                 }
+                }
             }
         };
         let tools = specs
             .into_iter()
-            .map(|spec| {
+            .map(|(spec, guest)| {
                 let grant = Grant::effective(&inner.policy, &spec.permissions);
                 // A tool needing a requested folder that does not exist refuses with the
                 // fix; the plugin's other tools are unaffected.
                 let refusal = inner.policy.missing_refusal(&spec.permissions);
                 Arc::new(WasmTool {
                     plugin: inner.clone(),
-                    guest_name: Arc::from(spec.name.as_str()),
+                    guest_name: Arc::from(guest.as_str()),
                     registered: Arc::from(spec.name.as_str()),
                     spec,
                     grant,
@@ -285,7 +371,11 @@ impl Plugin {
             us = t0.elapsed().as_micros() as u64,
             "plugin loaded"
         );
-        Ok(Plugin { inner, tools })
+        Ok(Plugin {
+            inner,
+            tools,
+            refused: refused.map(Arc::new),
+        })
     }
 
     /// Names every tool by the folder rule (see [`crate::folder`]): a tool whose described
@@ -381,11 +471,42 @@ impl Plugin {
         }
     }
 
+    /// Whether this is a plain WIT component (its tools derived from its exported
+    /// functions, see [`crate::plain`]) rather than a `tool`-world one.
+    pub fn is_plain_wit(&self) -> bool {
+        self.refused.is_some()
+    }
+
+    /// For a plain WIT component, each exported function that is not a tool and why
+    /// (a resource in its signature, a name clash); empty otherwise.
+    pub fn refused_exports(&self) -> &[String] {
+        self.refused.as_deref().map_or(&[], Vec::as_slice)
+    }
+
     /// The component's imports (WASI interfaces, `toolhost:tool/host`, ...). Links the
     /// component if it is not yet (see [`Plugin::warm`]).
     pub fn imports(&self) -> Result<&[String], PluginError> {
         self.inner.linked().map(|l| l.imports.as_slice())
     }
+}
+
+/// The tools of a plain component as (spec, export to call) pairs, each declaring what
+/// `request` asks for of what it could use ([`crate::plain::declared`]), and its
+/// refusals.
+fn plain_tools(
+    d: crate::plain::PlainDescribed,
+    request: &Policy,
+) -> (Vec<(ToolSpec, String)>, Vec<String>) {
+    (
+        d.tools
+            .into_iter()
+            .map(|mut t| {
+                t.spec.permissions = crate::plain::declared(request, &t.spec.permissions);
+                (t.spec, t.export)
+            })
+            .collect(),
+        d.refused,
+    )
 }
 
 /// The background half of a tier-up: queues, on `engine`'s optimizer thread, the

@@ -113,6 +113,15 @@ pub enum PluginError {
         /// The linker's message (it names the import or export).
         message: String,
     },
+    /// A plain WIT component (not the `tool` world, see `crate::plain`) that cannot be
+    /// used: it imports something the host does not provide.
+    #[error("{path}: a plain WIT component toolhost cannot load: {message}")]
+    PlainWit {
+        /// The component file.
+        path: String,
+        /// Why (it names the import).
+        message: String,
+    },
     /// Its policy file is broken.
     #[error("{path}: {source}")]
     Policy {
@@ -222,6 +231,7 @@ impl PluginError {
             | PluginError::NotAComponent { path, .. }
             | PluginError::Compile { path, .. }
             | PluginError::WrongWorld { path, .. }
+            | PluginError::PlainWit { path, .. }
             | PluginError::Policy { path, .. }
             | PluginError::Describe { path, .. }
             | PluginError::DescribeTimeout { path, .. }

@@ -7,7 +7,9 @@
 //! policy files ([`policy`]) and loads a plugins folder into a `ToolRegistry`
 //! ([`folder`]). A component's `describe()` output is checked and converted by
 //! [`describe`] ([`describe::accept_described`] is pure, for fuzzing and tests); each
-//! described tool is a [`WasmTool`], an ordinary `BaseTool`.
+//! described tool is a [`WasmTool`], an ordinary `BaseTool`. A component that does not
+//! implement the `tool` world but exports plain WIT functions is a toolbox too: each
+//! function a tool, its schema derived from its WIT types ([`plain`]).
 //!
 //! Feature `runtime` (on by default) is everything that needs wasmtime. Without it the
 //! crate is only its pure parsers and checks: [`policy`], [`net`], [`describe`]'s
@@ -107,6 +109,7 @@ runtime! {
     pub mod http_gate;
     pub mod limits;
     mod pinned;
+    pub mod plain;
     pub mod reports;
     pub mod sandbox;
     mod store;

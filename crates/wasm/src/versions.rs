@@ -24,6 +24,9 @@ pub(crate) enum WorldPre {
     V1(crate::bindings::ToolPre<HostState>),
     /// `toolhost:tool@0.2.0`.
     V2(crate::bindings_v2::ToolPre<HostState>),
+    /// Not the `tool` world: a plain WIT component, each exported function a tool
+    /// ([`crate::plain`]).
+    Plain(crate::plain::PlainPre),
 }
 
 /// What a call returned: the output, its content blocks, or the guest's error.
@@ -44,6 +47,7 @@ impl WorldPre {
         match self {
             WorldPre::V1(_) => "0.1.0",
             WorldPre::V2(_) => "0.2.0",
+            WorldPre::Plain(_) => "plain WIT",
         }
     }
 
@@ -62,10 +66,15 @@ impl WorldPre {
                 let infos = inst.call_describe(&mut *store).await?;
                 Ok(infos.into_iter().map(info_v1).collect())
             }
+            // Its tools are derived from its type at load (`crate::plain::derive`).
+            WorldPre::Plain(_) => Err(wasmtime::Error::msg(
+                "a plain WIT component has no describe()",
+            )),
         }
     }
 
-    /// Instantiates the component and runs `call(name, arguments, ctx)`.
+    /// Instantiates the component and runs `call(name, arguments, ctx)`; for a plain WIT
+    /// component, calls the exported function `name` ([`crate::plain::call`]).
     pub(crate) async fn call(
         &self,
         store: &mut Store<HostState>,
@@ -74,6 +83,7 @@ impl WorldPre {
         ctx: &v1::CallContext,
     ) -> wasmtime::Result<CallResult> {
         match self {
+            WorldPre::Plain(pre) => crate::plain::call(pre, store, name, arguments).await,
             WorldPre::V1(pre) => {
                 let inst = pre.instantiate_async(&mut *store).await?;
                 let r = inst.call_call(&mut *store, name, arguments, ctx).await?;

@@ -1,5 +1,7 @@
 //! `toolhost inspect FILE.wasm`: tools, schemas, declared permissions, imports and the
-//! effective policy of one component (declared ∩ its `NAME.toml`).
+//! effective policy of one component (declared ∩ its `NAME.toml`). For a plain WIT
+//! component (its tools derived from its exported functions) it also says so, and lists
+//! each exported function that is not a tool, with why.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,6 +65,8 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let doc = serde_json::json!({
             "file": args.file.display().to_string(),
+            "kind": if plugin.is_plain_wit() { "plain-wit" } else { "tool-world" },
+            "not_tools": plugin.refused_exports(),
             "imports": imports,
             "policy": policy_json,
             "tools": tools,
@@ -71,6 +75,17 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!("component: {}", args.file.display());
+    if plugin.is_plain_wit() {
+        println!(
+            "kind: plain WIT component (each exported function is a tool; see docs/writing-plugins.md)"
+        );
+        if !plugin.refused_exports().is_empty() {
+            println!("not tools:");
+            for why in plugin.refused_exports() {
+                println!("  {}", super::term::cell(why));
+            }
+        }
+    }
     println!("imports:");
     for i in imports {
         println!("  {}", super::term::cell(&i.to_string()));

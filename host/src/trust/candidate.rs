@@ -39,8 +39,13 @@ impl Candidate {
         wasm: &Path,
         request: &Policy,
     ) -> anyhow::Result<Candidate> {
-        let plugin =
-            Plugin::load_with_policy(host.engine(), wasm, effective_policy(request, None)).await?;
+        let plugin = Plugin::load_with_request(
+            host.engine(),
+            wasm,
+            effective_policy(request, None),
+            request,
+        )
+        .await?;
         Ok(Candidate {
             name: name.to_string(),
             request: request_of(request),

@@ -260,9 +260,10 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
         None => Ok(Policy::default()),
     }
     .map_err(|e| policy_problem(path, e))?;
-    let mut plugin = Plugin::load_with_policy(engine, path, effective_policy(&request, None))
-        .await
-        .map_err(|e| plugin_problem(&e))?;
+    let mut plugin =
+        Plugin::load_with_request(engine, path, effective_policy(&request, None), &request)
+            .await
+            .map_err(|e| plugin_problem(&e))?;
     let defs: Vec<ToolDef> = plugin.tools().iter().map(|t| tool_def(t.spec())).collect();
     report.digest = Some(plugin.digest());
     let digest = plugin.digest();
@@ -309,10 +310,11 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
             return Ok((report, None));
         }
         (state, Some(entry)) => {
-            plugin = Plugin::load_with_policy(
+            plugin = Plugin::load_with_request(
                 engine,
                 path,
                 effective_policy(&request, Some(&entry.grant)),
+                &request,
             )
             .await
             .map_err(|e| plugin_problem(&e))?;

@@ -53,6 +53,8 @@ pub(crate) enum Described {
     Tools(Vec<ToolSpec>),
     /// `describe()` was refused.
     Rejected(Rejection),
+    /// A plain WIT component: the tools derived from its type (no `describe()` ran).
+    Plain(crate::plain::PlainDescribed),
 }
 
 /// A remembered `describe()` refusal.

@@ -13,4 +13,5 @@ mod hostile_net;
 mod limits;
 mod loading;
 mod net;
+mod plain;
 mod tiers;

@@ -16,7 +16,7 @@ async fn get(
 }
 
 /// A tiny HTTP server answering every request with `body`. Returns its port.
-async fn server(body: &'static str) -> u16 {
+pub(crate) async fn server(body: &'static str) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
