@@ -1,0 +1,5 @@
+/// A struct is not a tool.
+#[toolhost_core::tool]
+struct Add;
+
+fn main() {}

@@ -1,0 +1,10 @@
+/// Counts the characters of a text.
+#[toolhost_core::tool]
+fn count(
+    /// The text.
+    text: &str,
+) -> usize {
+    text.chars().count()
+}
+
+fn main() {}

@@ -1,0 +1,13 @@
+struct Counter(u64);
+
+#[toolhost_core::toolbox]
+impl Counter {
+    /// Increments the counter and returns the new value.
+    #[tool]
+    fn bump(&mut self) -> u64 {
+        self.0 += 1;
+        self.0
+    }
+}
+
+fn main() {}

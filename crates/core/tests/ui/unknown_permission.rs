@@ -1,0 +1,5 @@
+/// Reboots the machine right now.
+#[toolhost_core::tool(permissions = [root])]
+fn reboot() {}
+
+fn main() {}
