@@ -1,5 +1,6 @@
-//! `toolhost inspect FILE.wasm`: tools, schemas, declared permissions, imports and the
-//! effective policy of one component (declared ∩ its `NAME.toml`).
+//! `toolhost inspect FILE.wasm`: the plugin world version it implements (the one its SDK
+//! was built against), tools, schemas, declared permissions, imports and the effective
+//! policy of one component (declared ∩ its `NAME.toml`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -60,9 +61,14 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let imports = plugin
         .imports()
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let world = plugin
+        .world_version()
+        .map(|v| format!("toolhost:tool@{v}"))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     if args.json {
         let doc = serde_json::json!({
             "file": args.file.display().to_string(),
+            "world": world,
             "imports": imports,
             "policy": policy_json,
             "tools": tools,
@@ -71,6 +77,7 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!("component: {}", args.file.display());
+    println!("world: {world}");
     println!("imports:");
     for i in imports {
         println!("  {}", super::term::cell(&i.to_string()));
