@@ -481,6 +481,17 @@ fn scaffold_builds_and_answers(lang: &str) {
     let v = call(&proj, &tool, r#"{"name":"World"}"#);
     assert_eq!(ok_render(&v), "Hello, World!", "{v:#}");
 
+    if lang != "c" {
+        // The tool's own refusal goes through the language's helper (Rust `#[tool]`, JS
+        // `tool()`, Python `@tool`) as an invalid-arguments error; a good call after works.
+        let v = call(&proj, &tool, r#"{"name":""}"#);
+        assert_eq!(v["ok"], false, "{v:#}");
+        assert_eq!(v["kind"], "invalid_arguments", "{v:#}");
+        assert!(v["error"].as_str().unwrap().contains("`name`"), "{v:#}");
+        let v = call(&proj, &tool, r#"{"name":"again"}"#);
+        assert_eq!(ok_render(&v), "Hello, again!", "{v:#}");
+    }
+
     if lang == "rust" {
         // The project depends on the SDK written into it, not on this checkout.
         let root = workspace_root().display().to_string();

@@ -1,38 +1,44 @@
 //! # toolhost-sdk
 //!
 //! Write toolhost tools in Rust. A plugin is a WebAssembly component (target
-//! `wasm32-wasip2`) implementing the WIT world `toolhost:tool/tool`. This crate hides the
-//! bindings: describe each tool with [`Tool::new`] (typed arguments through serde +
-//! schemars, any `Serialize` result), declare its permissions, and let [`export!`]
-//! generate the component's `describe` and `call`.
+//! `wasm32-wasip2`) implementing the WIT world `toolhost:tool/tool`; this crate's version
+//! is that world's version. It hides the bindings: each tool is a plain function marked
+//! [`tool`] (the name from the function, the description from its doc comment, the JSON
+//! Schema from its parameters and their doc comments, any `Serialize` result or an
+//! [`Output`], a [`ToolError`] or any printable error), and [`export!`] generates the
+//! component's `describe` and `call`.
 //!
 //! ```ignore
-//! // Cargo.toml: crate-type = ["cdylib"]; deps toolhost-sdk, serde (derive), schemars.
-//! use schemars::JsonSchema;
-//! use serde::Deserialize;
-//! use toolhost_sdk::{Permission, Tool, ToolError};
+//! // Cargo.toml: crate-type = ["cdylib"]; dependency toolhost-sdk.
+//! use toolhost_sdk::{ToolError, tool};
 //!
-//! #[derive(Deserialize, JsonSchema)]
-//! struct Pair { x: f64, y: f64 }
-//! #[derive(Deserialize, JsonSchema)]
-//! struct FilePath { path: String }
-//!
-//! fn tools() -> Vec<Tool> {
-//!     vec![
-//!         Tool::new("add", "Adds two numbers x and y", |p: Pair| Ok(p.x + p.y)),
-//!         Tool::new("read_file", "Reads a UTF-8 text file", |p: FilePath| {
-//!             std::fs::read_to_string(&p.path).map_err(ToolError::failed)
-//!         })
-//!         .permissions([Permission::Read]),
-//!     ]
+//! /// Adds two numbers x and y
+//! #[tool]
+//! fn add(
+//!     /// The first operand.
+//!     x: f64,
+//!     /// The second operand.
+//!     y: f64,
+//! ) -> f64 {
+//!     x + y
 //! }
-//! toolhost_sdk::export!(tools);
+//!
+//! /// Reads a UTF-8 text file
+//! #[tool(permissions = [read])]
+//! fn read_file(
+//!     /// Absolute path of the file.
+//!     path: String,
+//! ) -> Result<String, ToolError> {
+//!     std::fs::read_to_string(&path).map_err(ToolError::failed)
+//! }
+//!
+//! toolhost_sdk::export!([add, read_file]);
 //! ```
 //!
 //! Build with `cargo build --release --target wasm32-wasip2`; the `.wasm` in
-//! `target/wasm32-wasip2/release/` is the component. The argument type's serde + schemars
-//! derive gives both the JSON Schema the model sees and the parsing (a mismatch is an
-//! `invalid-arguments` error the model can fix).
+//! `target/wasm32-wasip2/release/` is the component. The arguments are parsed with serde
+//! and described with schemars (a mismatch is an `invalid-arguments` error the model can
+//! fix). [`Tool::new`] with `export!(fn_returning_tools)` builds a tool list at run time.
 
 /// Plugin tools from plain functions: see the crate documentation.
 pub use toolhost_sdk_macros::tool;

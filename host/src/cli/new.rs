@@ -58,6 +58,11 @@ const WIT: &str = include_str!("../../../wit/tool.wit");
 const GITIGNORE: &str = include_str!("../../../templates/gitignore");
 /// The tiny JSON reader of the C template, shared with the C example plugin (one copy).
 const MINIJSON: &str = include_str!("../../../plugins/c/minijson.h");
+/// The JS helper (`tool({ name, description, parameters, run })`), shared with the JS
+/// example plugin (one copy).
+const TOOLHOST_JS: &str = include_str!("../../../plugins/js/toolhost.js");
+/// The Python helper (`@tool` with type hints), shared with the Python example plugin.
+const TOOLHOST_PY: &str = include_str!("../../../plugins/python/toolhost.py");
 
 /// The Rust SDK, written into a Rust project as `toolhost-sdk/` (with the WIT contract in
 /// `wit/`, where the SDK's bindings read it: `../wit` from the SDK's folder).
@@ -116,6 +121,7 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
                 "src/index.js",
                 include_str!("../../../templates/js/src/index.js"),
             ),
+            ("src/toolhost.js", TOOLHOST_JS),
             (
                 "NAME.toml",
                 include_str!("../../../templates/js/policy.toml"),
@@ -124,6 +130,7 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
         ],
         Lang::Python => vec![
             ("app.py", include_str!("../../../templates/python/app.py")),
+            ("toolhost.py", TOOLHOST_PY),
             (
                 "build.sh",
                 include_str!("../../../templates/python/build.sh"),
@@ -251,7 +258,7 @@ pub fn scaffold(args: &NewArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
     let mut written = Vec::new();
     let mut all = files(args.lang);
     // Written as they are (no placeholders): the SDK and the contract it builds against.
-    let mut raw: Vec<&str> = vec!["wit/tool.wit"];
+    let mut raw: Vec<&str> = vec!["wit/tool.wit", "src/toolhost.js", "toolhost.py"];
     if args.lang == Lang::Rust && args.sdk.is_none() {
         all.extend(SDK);
         all.push(("toolhost-sdk/README.md", SDK_README));

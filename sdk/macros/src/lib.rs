@@ -41,12 +41,17 @@ struct Args {
     krate: Option<syn::Path>,
 }
 
-fn bracketed<T>(input: ParseStream<'_>, item: fn(ParseStream<'_>) -> syn::Result<T>) -> syn::Result<Vec<T>> {
+fn bracketed<T>(
+    input: ParseStream<'_>,
+    item: fn(ParseStream<'_>) -> syn::Result<T>,
+) -> syn::Result<Vec<T>> {
     let content;
     syn::bracketed!(content in input);
-    Ok(Punctuated::<T, Token![,]>::parse_terminated_with(&content, item)?
-        .into_iter()
-        .collect())
+    Ok(
+        Punctuated::<T, Token![,]>::parse_terminated_with(&content, item)?
+            .into_iter()
+            .collect(),
+    )
 }
 
 /// A permission: a built-in level's name, or a custom one as a string. The tokens name
@@ -55,7 +60,10 @@ fn permission(input: ParseStream<'_>) -> syn::Result<Tokens> {
     if input.peek(LitStr) {
         let lit: LitStr = input.parse()?;
         if lit.value().trim().is_empty() {
-            return Err(syn::Error::new(lit.span(), "a custom permission needs a name"));
+            return Err(syn::Error::new(
+                lit.span(),
+                "a custom permission needs a name",
+            ));
         }
         return Ok(quote!(Custom(::std::string::String::from(#lit))));
     }
@@ -82,13 +90,21 @@ fn permission(input: ParseStream<'_>) -> syn::Result<Tokens> {
 fn parse_args(tokens: Tokens) -> syn::Result<Args> {
     let mut out = Args::default();
     let parser = syn::meta::parser(|meta| {
-        let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
+        let key = meta
+            .path
+            .get_ident()
+            .map(Ident::to_string)
+            .unwrap_or_default();
         match key.as_str() {
             "name" => out.name = Some(meta.value()?.parse()?),
             "description" => out.description = Some(meta.value()?.parse()?),
             "crate" => out.krate = Some(meta.value()?.parse()?),
-            "tags" => out.tags.extend(bracketed(meta.value()?, |c| c.parse::<LitStr>())?),
-            "permissions" => out.permissions.extend(bracketed(meta.value()?, permission)?),
+            "tags" => out
+                .tags
+                .extend(bracketed(meta.value()?, |c| c.parse::<LitStr>())?),
+            "permissions" => out
+                .permissions
+                .extend(bracketed(meta.value()?, permission)?),
             _ => {
                 return Err(meta.error(
                     "unknown #[tool] argument; expected one of: name, description, \
@@ -108,7 +124,11 @@ fn doc_text(attrs: &[Attribute]) -> String {
         .filter(|a| a.path().is_ident("doc"))
         .filter_map(|a| match &a.meta {
             syn::Meta::NameValue(syn::MetaNameValue {
-                value: syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }),
+                value:
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }),
                 ..
             }) => Some(s.value()),
             _ => None,
@@ -121,7 +141,9 @@ fn doc_text(attrs: &[Attribute]) -> String {
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn last_ident_is(ty: &Type, name: &str) -> bool {
@@ -166,7 +188,11 @@ fn expand(attr: Tokens, item: Tokens) -> Tokens {
     }
 }
 
-fn generate(attr: Tokens, func: &syn::ItemFn, param_attrs: Vec<Vec<Attribute>>) -> syn::Result<Tokens> {
+fn generate(
+    attr: Tokens,
+    func: &syn::ItemFn,
+    param_attrs: Vec<Vec<Attribute>>,
+) -> syn::Result<Tokens> {
     let args = parse_args(attr)?;
     let root = match &args.krate {
         Some(p) => quote!(#p),
@@ -175,10 +201,22 @@ fn generate(attr: Tokens, func: &syn::ItemFn, param_attrs: Vec<Vec<Attribute>>) 
     let sig = &func.sig;
     let mut errors = None;
     if let Some(a) = &sig.asyncness {
-        combine(&mut errors, syn::Error::new(a.span(), "a plugin tool is a plain (not async) function: the component runs one call at a time"));
+        combine(
+            &mut errors,
+            syn::Error::new(
+                a.span(),
+                "a plugin tool is a plain (not async) function: the component runs one call at a time",
+            ),
+        );
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        combine(&mut errors, syn::Error::new(sig.generics.span(), "a tool function cannot be generic: its parameter schema is fixed"));
+        combine(
+            &mut errors,
+            syn::Error::new(
+                sig.generics.span(),
+                "a tool function cannot be generic: its parameter schema is fixed",
+            ),
+        );
     }
     let mut fields = Vec::new();
     let mut idents = Vec::new();
@@ -186,7 +224,10 @@ fn generate(attr: Tokens, func: &syn::ItemFn, param_attrs: Vec<Vec<Attribute>>) 
     for (input, attrs) in sig.inputs.iter().zip(param_attrs) {
         let pt = match input {
             FnArg::Receiver(r) => {
-                combine(&mut errors, syn::Error::new(r.span(), "a plugin tool is a free function, not a method"));
+                combine(
+                    &mut errors,
+                    syn::Error::new(r.span(), "a plugin tool is a free function, not a method"),
+                );
                 continue;
             }
             FnArg::Typed(pt) => pt,
@@ -196,13 +237,25 @@ fn generate(attr: Tokens, func: &syn::ItemFn, param_attrs: Vec<Vec<Attribute>>) 
                 call.push(quote!(__ctx));
                 continue;
             }
-            combine(&mut errors, syn::Error::new(pt.ty.span(), "a tool parameter is deserialised from the model's JSON, so it must own its data: take `String` instead of `&str`, `Vec<T>` instead of `&[T]` (only `&CallContext` may be borrowed)"));
+            combine(
+                &mut errors,
+                syn::Error::new(
+                    pt.ty.span(),
+                    "a tool parameter is deserialised from the model's JSON, so it must own its data: take `String` instead of `&str`, `Vec<T>` instead of `&[T]` (only `&CallContext` may be borrowed)",
+                ),
+            );
             continue;
         }
         let ident = match &*pt.pat {
             Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.clone(),
             other => {
-                combine(&mut errors, syn::Error::new(other.span(), "a tool parameter needs a plain name: the name is the JSON property the model fills in"));
+                combine(
+                    &mut errors,
+                    syn::Error::new(
+                        other.span(),
+                        "a tool parameter needs a plain name: the name is the JSON property the model fills in",
+                    ),
+                );
                 continue;
             }
         };
@@ -217,7 +270,9 @@ fn generate(attr: Tokens, func: &syn::ItemFn, param_attrs: Vec<Vec<Attribute>>) 
                     } else if meta.path.is_ident("rename") {
                         rename = Some(meta.value()?.parse()?);
                     } else {
-                        return Err(meta.error("unknown #[arg] argument; expected description or rename"));
+                        return Err(
+                            meta.error("unknown #[arg] argument; expected description or rename")
+                        );
                     }
                     Ok(())
                 });
@@ -228,12 +283,28 @@ fn generate(attr: Tokens, func: &syn::ItemFn, param_attrs: Vec<Vec<Attribute>>) 
                 docs.push(a);
             }
         }
-        let described = description.as_ref().is_some_and(|d| !d.value().trim().is_empty()) || !doc_text(&docs).is_empty();
+        let described = description
+            .as_ref()
+            .is_some_and(|d| !d.value().trim().is_empty())
+            || !doc_text(&docs).is_empty();
         if !described {
-            combine(&mut errors, syn::Error::new(ident.span(), format!("parameter `{}` has no description: the model reads it to fill the parameter in; write a `///` doc comment above it or `#[arg(description = \"...\")]`", ident.to_string().trim_start_matches("r#"))));
+            combine(
+                &mut errors,
+                syn::Error::new(
+                    ident.span(),
+                    format!(
+                        "parameter `{}` has no description: the model reads it to fill the parameter in; write a `///` doc comment above it or `#[arg(description = \"...\")]`",
+                        ident.to_string().trim_start_matches("r#")
+                    ),
+                ),
+            );
         }
         let ty = &pt.ty;
-        let docs = if description.is_some() { Vec::new() } else { docs };
+        let docs = if description.is_some() {
+            Vec::new()
+        } else {
+            docs
+        };
         let rename = rename.map(|r| quote!(#[serde(rename = #r)]));
         let desc = description.map(|d| quote!(#[schemars(description = #d)]));
         fields.push(quote! { #(#docs)* #rename #desc #ident: #ty });
@@ -245,21 +316,44 @@ fn generate(attr: Tokens, func: &syn::ItemFn, param_attrs: Vec<Vec<Attribute>>) 
     let name = args.name.as_ref().map_or(fn_name, LitStr::value);
     if !valid_name(&name) {
         let span = args.name.as_ref().map_or(fn_ident.span(), LitStr::span);
-        combine(&mut errors, syn::Error::new(span, format!("tool name `{name}` is invalid: use 1 to 64 ASCII letters, digits, `_` or `-`")));
+        combine(
+            &mut errors,
+            syn::Error::new(
+                span,
+                format!(
+                    "tool name `{name}` is invalid: use 1 to 64 ASCII letters, digits, `_` or `-`"
+                ),
+            ),
+        );
     }
     let (description, span) = match &args.description {
         Some(d) => (d.value().trim().to_string(), d.span()),
         None => (
             doc_text(&func.attrs),
-            func.attrs.iter().find(|a| a.path().is_ident("doc")).map_or(fn_ident.span(), |a| a.span()),
+            func.attrs
+                .iter()
+                .find(|a| a.path().is_ident("doc"))
+                .map_or(fn_ident.span(), |a| a.span()),
         ),
     };
     if description.chars().count() < 10 {
-        combine(&mut errors, syn::Error::new(span, "a tool needs a description of at least 10 characters saying what it does and when to use it: write a `///` doc comment on the function or `#[tool(description = \"...\")]`"));
+        combine(
+            &mut errors,
+            syn::Error::new(
+                span,
+                "a tool needs a description of at least 10 characters saying what it does and when to use it: write a `///` doc comment on the function or `#[tool(description = \"...\")]`",
+            ),
+        );
     }
     let convert = match &sig.output {
         ReturnType::Type(_, ty) if matches!(**ty, Type::ImplTrait(_)) => {
-            combine(&mut errors, syn::Error::new(ty.span(), "a tool returns a concrete type (its value is serialised to JSON), not `impl Trait`"));
+            combine(
+                &mut errors,
+                syn::Error::new(
+                    ty.span(),
+                    "a tool returns a concrete type (its value is serialised to JSON), not `impl Trait`",
+                ),
+            );
             quote!()
         }
         ReturnType::Type(_, ty) if last_ident_is(ty, "Result") => {
@@ -279,7 +373,9 @@ fn generate(attr: Tokens, func: &syn::ItemFn, param_attrs: Vec<Vec<Attribute>>) 
             let out = quote_spanned!(ty.span()=> #root::__private::IntoOutput::into_output(__ret));
             quote!(::std::result::Result::Ok(#out))
         }
-        ReturnType::Default => quote!(::std::result::Result::Ok(#root::__private::IntoOutput::into_output(__ret))),
+        ReturnType::Default => {
+            quote!(::std::result::Result::Ok(#root::__private::IntoOutput::into_output(__ret)))
+        }
     };
     if let Some(e) = errors {
         return Err(e);
@@ -287,9 +383,13 @@ fn generate(attr: Tokens, func: &syn::ItemFn, param_attrs: Vec<Vec<Attribute>>) 
     let vis = &func.vis;
     let serde_path = format!("{root}::serde");
     let schemars_path = format!("{root}::schemars");
-    let perms = args.permissions.iter().map(|p| quote!(#root::Permission::#p));
+    let perms = args
+        .permissions
+        .iter()
+        .map(|p| quote!(#root::Permission::#p));
     let tags = &args.tags;
-    let doc = format!("The `{name}` tool of [`{fn_ident}`](fn@{fn_ident}), for `toolhost_sdk::export!`.");
+    let doc =
+        format!("The `{name}` tool of [`{fn_ident}`](fn@{fn_ident}), for `toolhost_sdk::export!`.");
     let args_ident = Ident::new("__ToolhostArgs", Span::call_site());
     Ok(quote! {
         #[doc = #doc]
