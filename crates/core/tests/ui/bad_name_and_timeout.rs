@@ -1,3 +1,5 @@
+//! A tool name the registry would refuse, and a timeout without a unit.
+
 /// Adds two integers x and y.
 #[toolhost_core::tool(name = "add numbers")]
 fn add(

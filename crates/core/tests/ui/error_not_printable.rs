@@ -1,3 +1,5 @@
+//! An error type that neither converts into `ToolError` nor implements `Display`.
+
 struct Opaque;
 
 /// Fails with an error that cannot be printed.

@@ -1,3 +1,5 @@
+//! A generic tool function: its schema must be fixed.
+
 /// Echoes any value back to the model.
 #[toolhost_core::tool]
 fn echo<T: serde::Serialize>(

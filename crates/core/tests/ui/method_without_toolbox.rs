@@ -1,3 +1,5 @@
+//! `#[tool]` on a method, without `#[toolbox]` on its impl block.
+
 struct Counter;
 
 impl Counter {

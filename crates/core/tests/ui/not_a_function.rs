@@ -1,3 +1,5 @@
+//! `#[tool]` on a struct: it goes on a function.
+
 /// A struct is not a tool.
 #[toolhost_core::tool]
 struct Add;

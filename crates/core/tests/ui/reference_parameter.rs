@@ -1,3 +1,5 @@
+//! A borrowed parameter: arguments are deserialised, so they must be owned.
+
 /// Counts the characters of a text.
 #[toolhost_core::tool]
 fn count(

@@ -1,3 +1,5 @@
+//! A tool whose output cannot be serialised to JSON.
+
 struct Handle;
 
 /// Opens something and returns a handle that is not JSON.

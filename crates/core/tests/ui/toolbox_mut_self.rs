@@ -1,3 +1,5 @@
+//! A toolbox method taking `&mut self`: tools may run concurrently.
+
 struct Counter(u64);
 
 #[toolhost_core::toolbox]

@@ -1,3 +1,5 @@
+//! A misspelt attribute argument.
+
 /// Adds two integers x and y.
 #[toolhost_core::tool(nmae = "plus")]
 fn add(
