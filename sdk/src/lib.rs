@@ -201,6 +201,11 @@ impl Tool {
 
 /// A function marked `#[tool]`: the generated struct of the same name implements this,
 /// and [`export!`] calls it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool function",
+    label = "`export!([...])` lists functions marked `#[toolhost_sdk::tool]`",
+    note = "to export tools built at run time, write `export!(fn_returning_vec_of_tools)`"
+)]
 pub trait ToolFn {
     /// The tool.
     fn tool() -> Tool;
@@ -233,6 +238,11 @@ pub mod __private {
 
     /// A tool's success value as an [`Output`]: an `Output` as it is, any other
     /// `Serialize` value as the structured result.
+    #[diagnostic::on_unimplemented(
+        message = "a tool's result must be serialisable to JSON, and `{Self}` is not",
+        label = "this type is neither `Serialize` nor `toolhost_sdk::Output`",
+        note = "derive `serde::Serialize` for it, or return `toolhost_sdk::Output`"
+    )]
     pub trait IntoOutput {
         /// The output.
         fn into_output(self) -> Output;
