@@ -297,6 +297,8 @@ fn tool_impl(
         #[derive(#root::__private::serde::Deserialize, #root::__private::schemars::JsonSchema)]
         #[serde(crate = #serde_path)]
         #[schemars(crate = #schemars_path)]
+        #[doc(hidden)]
+        #[allow(missing_docs)]
         pub struct #args_ident { #(#fields),* }
 
         impl #root::__private::Tool for #tool_ty {

@@ -400,6 +400,7 @@ fn generate(
             #[derive(#root::Deserialize, #root::JsonSchema)]
             #[serde(crate = #serde_path)]
             #[schemars(crate = #schemars_path)]
+            #[doc(hidden)]
             struct #args_ident { #(#fields),* }
 
             impl #root::ToolFn for #fn_ident {
