@@ -29,6 +29,13 @@ pub mod tools {
     };
 }
 
+/// Native tools from plain functions and from the methods of a type that holds state:
+/// `#[toolhost::tool]` and `#[toolhost::toolbox]` (`docs/writing-plugins.md`).
+pub use toolhost_macros::{tool, toolbox};
+
+#[doc(hidden)]
+pub use toolhost_core::__private;
+
 pub use toolhost_llm as llm;
 pub use toolhost_mcp as mcp;
 pub use toolhost_wasm as wasm;

@@ -302,6 +302,32 @@ fn serve_http_on_a_public_address_names_the_allow_remote_flag() {
 // ---------------------------------------------------------------- version, completions
 
 #[test]
+fn inspect_names_the_world_a_plugin_was_built_against() {
+    let Some(plugins) = built_plugins(&["calc.wasm", "fixtures/content_v2.wasm"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("plugins");
+    std::fs::create_dir_all(&p).unwrap();
+    let pdir = p.to_str().unwrap();
+    for (file, world) in [
+        ("calc.wasm", "toolhost:tool@0.1.0"),
+        ("fixtures/content_v2.wasm", "toolhost:tool@0.2.0"),
+    ] {
+        let copy = p.join(Path::new(file).file_name().unwrap());
+        std::fs::copy(plugins.join(file), &copy).unwrap();
+        let copy = copy.to_str().unwrap();
+        let out = toolhost(dir.path(), &["inspect", "--plugins", pdir, copy]);
+        assert!(out.status.success(), "{}", show(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!("\nworld: {world}\n")), "{text}");
+        let out = toolhost(dir.path(), &["inspect", "--json", "--plugins", pdir, copy]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["world"], world, "{v:#}");
+    }
+}
+
+#[test]
 fn version_names_the_host_the_wit_worlds_and_wasmtime() {
     let dir = tempfile::tempdir().unwrap();
     for flag in ["--version", "-V"] {

@@ -505,7 +505,9 @@ fn scaffold_builds_and_answers(lang: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let proj = tmp.path().join("proj");
     let name = format!("demo-{lang}");
+    // Run from outside the checkout, as an author who installed the binary would.
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(tmp.path())
         .args(["new", &name, "--lang", lang, "--dir"])
         .arg(&proj)
         .output()
@@ -547,6 +549,39 @@ fn scaffold_builds_and_answers(lang: &str) {
     let tool = name.replace('-', "_");
     let v = call(&proj, &tool, r#"{"name":"World"}"#);
     assert_eq!(ok_render(&v), "Hello, World!", "{v:#}");
+
+    if lang != "c" {
+        // The tool's own refusal goes through the language's helper (Rust `#[tool]`, JS
+        // `tool()`, Python `@tool`) as an invalid-arguments error; a good call after works.
+        let v = call(&proj, &tool, r#"{"name":""}"#);
+        assert_eq!(v["ok"], false, "{v:#}");
+        assert_eq!(v["kind"], "invalid_arguments", "{v:#}");
+        assert!(v["error"].as_str().unwrap().contains("`name`"), "{v:#}");
+        let v = call(&proj, &tool, r#"{"name":"again"}"#);
+        assert_eq!(ok_render(&v), "Hello, again!", "{v:#}");
+    }
+
+    if lang == "rust" {
+        // The project depends on the SDK written into it, not on this checkout.
+        let root = workspace_root().display().to_string();
+        for f in ["Cargo.toml", "Cargo.lock"] {
+            let text = std::fs::read_to_string(proj.join(f)).unwrap();
+            assert!(
+                !text.contains(&root),
+                "{f} points into the checkout:\n{text}"
+            );
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(tmp.path())
+            .args(["inspect", "--plugins"])
+            .arg(&proj)
+            .arg(&wasm)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", show(&out));
+        assert!(text.contains("world: toolhost:tool@0.1.0"), "{text}");
+    }
 }
 
 #[test]

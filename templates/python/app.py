@@ -1,45 +1,29 @@
 """{{name}}: a toolhost plugin written in Python.
 
-The class ``WitWorld`` implements the component's exports: ``describe()`` lists the tools
-and ``call(name, arguments, ctx)`` runs one. Return ``types.ToolOutput``; raise
-``Err(types.ToolError_InvalidArguments(...))`` (or ``ToolError_ExecutionFailed`` /
-``ToolError_Denied``) to fail. Files are readable only inside the folders {{name}}.toml
-grants under ``read``.
+Each tool is a function marked ``@tool`` (toolhost.py explains the rest): its docstring
+is the description the model reads (parameters described under ``Args:``), its type
+hints the JSON Schema of the arguments. Return any JSON value, or ``output(value,
+render)`` with the text the model reads; raise ``Invalid``, ``Denied`` or ``Failed`` to
+fail. Declare what a tool needs with ``@tool(permissions=["read"])``; {{name}}.toml grants
+it (files are readable only inside the folders it grants under ``read``).
 """
 
-import json
-
-import wit_world
-from componentize_py_types import Err
+from toolhost import Invalid, export, output, tool
 from wit_world.imports import host, types
 
 
-class WitWorld(wit_world.WitWorld):
-    def describe(self):
-        return [
-            types.ToolInfo(
-                name="{{tool}}",
-                description="Greets someone by name.",
-                parameters=json.dumps(
-                    {
-                        "type": "object",
-                        "properties": {"name": {"type": "string", "description": "who to greet"}},
-                        "required": ["name"],
-                    }
-                ),
-                # Permission levels this tool needs, e.g. [types.Permission_Read()].
-                permissions=[],
-                tags=["example"],
-            )
-        ]
+@tool(name="{{tool}}", tags=["example"])
+def greet(name: str):
+    """Greets someone by name.
 
-    def call(self, name, arguments, ctx):
-        args = json.loads(arguments)
-        if name != "{{tool}}":
-            raise Err(types.ToolError_InvalidArguments(f"unknown tool {name}"))
-        who = args.get("name")
-        if not isinstance(who, str):
-            raise Err(types.ToolError_InvalidArguments("`name` must be a string"))
-        host.log(types.LogLevel.INFO, f"greeting {who}")
-        greeting = f"Hello, {who}!"
-        return types.ToolOutput(canonical=json.dumps({"greeting": greeting}), render=greeting)
+    Args:
+        name: Who to greet.
+    """
+    if not name:
+        raise Invalid("`name` must not be empty")
+    host.log(types.LogLevel.INFO, f"greeting {name}")
+    greeting = f"Hello, {name}!"
+    return output({"greeting": greeting}, greeting)
+
+
+WitWorld = export(greet)

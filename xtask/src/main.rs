@@ -265,10 +265,31 @@ fn test_steps(extra: &[String]) -> Result {
         .envs(test_env())
         .env("TOOLHOST_TEST_PLUGINS", &plugins_dir);
     timing::run_cargo_test(&mut cmd)?;
+    sdk_tests()?;
     install_route(&plugins_dir)?;
     peers_deploy::lint_manifests()?;
     disk_report();
     fuzz::run(20, fuzz::Build::Quick)
+}
+
+/// The SDK's own tests (its own package, outside the workspace): the compile-fail cases of
+/// `#[toolhost_sdk::tool]` and `export!`, built for the host's target. Without the
+/// workspace's clippy wrapper: the SDK's generated WIT bindings are not this workspace's
+/// code to lint (a plugin project keeps the SDK out of its workspace for the same reason).
+fn sdk_tests() -> Result {
+    step("cargo test (sdk/: the #[tool] compile tests)");
+    run(Command::new(cargo())
+        .current_dir(root())
+        .args([
+            "test",
+            "--locked",
+            "--manifest-path",
+            "sdk/Cargo.toml",
+            "--target-dir",
+        ])
+        .arg(root().join("target").join("sdk"))
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CLIPPY_ARGS"))
 }
 
 /// The README's way to get the binary outside this repository, as far as CI can afford

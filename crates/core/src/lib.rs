@@ -6,3 +6,11 @@
 pub mod tools;
 
 pub use tools::*;
+
+/// Native tools from plain functions: see [`toolhost_macros`] and
+/// `docs/writing-plugins.md`.
+pub use toolhost_macros::{core_tool as tool, core_toolbox as toolbox};
+
+#[doc(hidden)]
+#[path = "macro_support.rs"]
+pub mod __private;

@@ -488,6 +488,13 @@ impl Plugin {
     pub fn imports(&self) -> Result<&[String], PluginError> {
         self.inner.linked().map(|l| l.imports.as_slice())
     }
+
+    /// The version of the plugin world the component implements (`"0.1.0"` for
+    /// `toolhost:tool@0.1.0`, `"0.2.0"`, ...): the world its SDK was built against. Links
+    /// the component if it is not yet (see [`Plugin::warm`]).
+    pub fn world_version(&self) -> Result<&'static str, PluginError> {
+        self.inner.linked().map(|l| l.pre.version())
+    }
 }
 
 /// The tools of a plain component as (spec, export to call) pairs, each declaring what

@@ -1,7 +1,8 @@
-//! `toolhost inspect FILE.wasm`: tools, schemas, declared permissions, imports and the
-//! effective policy of one component (declared ∩ its `NAME.toml`). For a plain WIT
-//! component (its tools derived from its exported functions) it also says so, and lists
-//! each exported function that is not a tool, with why.
+//! `toolhost inspect FILE.wasm`: the plugin world version it implements (the one its SDK
+//! was built against), tools, schemas, declared permissions, imports and the effective
+//! policy of one component (declared ∩ its `NAME.toml`). For a plain WIT component (its
+//! tools derived from its exported functions) it also says so, and lists each exported
+//! function that is not a tool, with why.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,9 +63,18 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let imports = plugin
         .imports()
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let world = if plugin.is_plain_wit() {
+        "none (plain WIT exports)".to_string()
+    } else {
+        plugin
+            .world_version()
+            .map(|v| format!("toolhost:tool@{v}"))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?
+    };
     if args.json {
         let doc = serde_json::json!({
             "file": args.file.display().to_string(),
+            "world": world,
             "kind": if plugin.is_plain_wit() { "plain-wit" } else { "tool-world" },
             "not_tools": plugin.refused_exports(),
             "imports": imports,
@@ -75,6 +85,7 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!("component: {}", args.file.display());
+    println!("world: {world}");
     if plugin.is_plain_wit() {
         println!(
             "kind: plain WIT component (each exported function is a tool; see docs/writing-plugins.md)"

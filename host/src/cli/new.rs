@@ -6,9 +6,16 @@
 //! and a one-line build that writes `NAME.wasm` beside it, so that
 //! `toolhost call --plugins DIR TOOL '{"name":"World"}'` works right after the build.
 //!
-//! When run inside (or from a build of) the toolhost repository, the Rust template depends
-//! on the repository's `sdk/` by path, and the C and Python build scripts use the
-//! toolchains that `cargo xtask plugins` installed under `target/toolchains/`.
+//! The Rust SDK (`toolhost-sdk` and its `#[tool]` macro crate) is embedded too and written
+//! into the project as `toolhost-sdk/`, a path dependency inside the project, with the WIT
+//! contract it is built against in `wit/`: the project builds on a machine that has only
+//! the `toolhost` binary and the Rust toolchain (`--sdk DIR` points at another copy
+//! instead). The SDK's version is the version of the WIT world it implements, so
+//! `toolhost inspect` naming a plugin's world names the SDK it was built with.
+//!
+//! When run inside (or from a build of) the toolhost repository, the C and Python build
+//! scripts use the toolchains that `cargo xtask plugins` installed under
+//! `target/toolchains/`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,8 +47,8 @@ pub struct NewArgs {
     /// Where to create the project (default: ./NAME). Must not exist or be empty.
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Path of the toolhost SDK crate (`sdk/` of the toolhost repository), for `--lang rust`.
-    /// Default: the repository this binary was built from, if it is still there.
+    /// Path of a toolhost SDK crate to depend on, for `--lang rust`. Default: the SDK
+    /// embedded in this binary, written into the project as `toolhost-sdk/`.
     #[arg(long)]
     pub sdk: Option<PathBuf>,
 }
@@ -51,6 +58,41 @@ const WIT: &str = include_str!("../../../wit/tool.wit");
 const GITIGNORE: &str = include_str!("../../../templates/gitignore");
 /// The tiny JSON reader of the C template, shared with the C example plugin (one copy).
 const MINIJSON: &str = include_str!("../../../plugins/c/minijson.h");
+/// The JS helper (`tool({ name, description, parameters, run })`), shared with the JS
+/// example plugin (one copy).
+const TOOLHOST_JS: &str = include_str!("../../../plugins/js/toolhost.js");
+/// The Python helper (`@tool` with type hints), shared with the Python example plugin.
+const TOOLHOST_PY: &str = include_str!("../../../plugins/python/toolhost.py");
+
+/// The Rust SDK, written into a Rust project as `toolhost-sdk/` (with the WIT contract in
+/// `wit/`, where the SDK's bindings read it: `../wit` from the SDK's folder).
+const SDK: [(&str, &str); 4] = [
+    (
+        "toolhost-sdk/Cargo.toml",
+        include_str!("../../../sdk/Cargo.toml"),
+    ),
+    (
+        "toolhost-sdk/src/lib.rs",
+        include_str!("../../../sdk/src/lib.rs"),
+    ),
+    (
+        "toolhost-sdk/macros/Cargo.toml",
+        include_str!("../../../sdk/macros/Cargo.toml"),
+    ),
+    (
+        "toolhost-sdk/macros/src/lib.rs",
+        include_str!("../../../sdk/macros/src/lib.rs"),
+    ),
+];
+
+/// What `toolhost-sdk/` is, for the author who finds it in a new project.
+const SDK_README: &str = "# toolhost-sdk\n\n\
+The toolhost SDK for Rust plugins, written here by `toolhost new` from the `toolhost` \
+binary that created this project, so that the project builds with nothing but the Rust \
+toolchain (`rustup target add wasm32-wasip2`). `macros/` holds its `#[tool]` attribute; \
+`../wit/tool.wit` is the WIT world it implements, whose version is the SDK's version \
+(`toolhost inspect PLUGIN.wasm` prints it). To move to a newer SDK, run `toolhost new` \
+with the newer binary elsewhere and copy its `toolhost-sdk/` and `wit/` over these.\n";
 
 /// (path in the project, content) of each template file. `NAME` in a path becomes the name.
 fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
@@ -79,6 +121,7 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
                 "src/index.js",
                 include_str!("../../../templates/js/src/index.js"),
             ),
+            ("src/toolhost.js", TOOLHOST_JS),
             (
                 "NAME.toml",
                 include_str!("../../../templates/js/policy.toml"),
@@ -87,6 +130,7 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
         ],
         Lang::Python => vec![
             ("app.py", include_str!("../../../templates/python/app.py")),
+            ("toolhost.py", TOOLHOST_PY),
             (
                 "build.sh",
                 include_str!("../../../templates/python/build.sh"),
@@ -180,25 +224,16 @@ pub fn scaffold(args: &NewArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
         .as_ref()
         .map(|r| r.join("target/toolchains"))
         .unwrap_or_default();
-    let sdk = args
-        .sdk
-        .clone()
-        .or_else(|| repo.as_ref().map(|r| r.join("sdk")));
-    let (sdk_path, sdk_comment) = match &sdk {
+    let (sdk_path, sdk_comment) = match &args.sdk {
         Some(p) => (
             std::path::absolute(p).unwrap_or_else(|_| p.clone()),
-            "It is not on crates.io yet: this path points at sdk/ of the toolhost repository.",
+            "This path was given to `toolhost new --sdk`.",
         ),
         None => (
-            PathBuf::from("../toolhost/sdk"),
-            "Not on crates.io yet: point this path at sdk/ of a toolhost checkout.",
+            PathBuf::from("toolhost-sdk"),
+            "Written by `toolhost new` (the SDK of that toolhost binary); see its README.md.",
         ),
     };
-    if args.lang == Lang::Rust && sdk.is_none() {
-        eprintln!(
-            "warning: toolhost-sdk not found; edit the path in Cargo.toml (or pass --sdk DIR)"
-        );
-    }
     let snake = args.name.replace('-', "_");
     let vars: [(&str, String); 7] = [
         ("{{name}}", args.name.clone()),
@@ -222,6 +257,15 @@ pub fn scaffold(args: &NewArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
 
     let mut written = Vec::new();
     let mut all = files(args.lang);
+    // Written as they are (no placeholders): the SDK and the contract it builds against.
+    let mut raw: Vec<&str> = vec!["wit/tool.wit", "src/toolhost.js", "toolhost.py"];
+    if args.lang == Lang::Rust && args.sdk.is_none() {
+        all.extend(SDK);
+        all.push(("toolhost-sdk/README.md", SDK_README));
+        all.push(("wit/tool.wit", WIT));
+        raw.extend(SDK.iter().map(|(rel, _)| *rel));
+        raw.push("toolhost-sdk/README.md");
+    }
     all.push((".gitignore", GITIGNORE));
     let readme = readme(args.lang, &args.name);
     all.push(("README.md", ""));
@@ -233,7 +277,7 @@ pub fn scaffold(args: &NewArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
         }
         let text = if rel == "README.md" {
             readme.clone()
-        } else if rel == "wit/tool.wit" {
+        } else if raw.contains(&rel) {
             content.to_string()
         } else {
             fill(content)
@@ -321,5 +365,50 @@ mod tests {
             // A second time into the same (now non-empty) folder is refused.
             assert!(scaffold(&args).is_err());
         }
+    }
+
+    #[test]
+    fn a_rust_project_carries_its_sdk_and_no_path_out_of_itself() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tmp.path().join("proj");
+        let args = NewArgs {
+            name: "my-tool".into(),
+            lang: Lang::Rust,
+            dir: Some(dir.clone()),
+            sdk: None,
+        };
+        scaffold(&args).unwrap_or_else(|e| panic!("{e}"));
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+        assert!(
+            manifest.contains(r#"toolhost-sdk = { path = "toolhost-sdk" }"#),
+            "{manifest}"
+        );
+        for (rel, content) in SDK {
+            let written = std::fs::read_to_string(dir.join(rel)).unwrap_or_default();
+            assert_eq!(written, content, "{rel}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.join("wit/tool.wit")).unwrap_or_default(),
+            WIT
+        );
+    }
+
+    /// The SDK's version is the version of the WIT world it implements: a change of the
+    /// world is a change of the SDK, and `inspect` naming the world names the SDK.
+    #[test]
+    fn the_sdk_version_is_the_world_version() {
+        let world = WIT
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("package toolhost:tool@"))
+            .map(|v| v.trim_end_matches(';').to_string());
+        let version = |manifest: &str| {
+            manifest
+                .lines()
+                .find_map(|l| l.strip_prefix("version = \""))
+                .map(|v| v.trim_end_matches('"').to_string())
+        };
+        assert!(world.is_some());
+        assert_eq!(version(SDK[0].1), world, "sdk/Cargo.toml");
+        assert_eq!(version(SDK[2].1), world, "sdk/macros/Cargo.toml");
     }
 }

@@ -1,42 +1,55 @@
-//! `calc`: pure arithmetic tools. Needs no permission.
+//! `calc`: pure arithmetic tools. Needs no permission. Each tool is a plain function
+//! marked `#[tool]`: its doc comment is the description, its parameters (with their doc
+//! comments) the argument schema.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-use toolhost_sdk::{Tool, ToolError};
+use toolhost_sdk::{ToolError, tool};
 
-/// Two operands.
-#[derive(Deserialize, JsonSchema)]
-struct Pair {
+/// Adds two numbers x and y
+#[tool]
+fn add(
     /// The first operand.
     x: f64,
     /// The second operand.
     y: f64,
+) -> f64 {
+    x + y
 }
 
-/// A list of numbers.
-#[derive(Deserialize, JsonSchema)]
-struct Numbers {
+/// Multiplies two numbers x and y
+#[tool]
+fn multiply(
+    /// The first operand.
+    x: f64,
+    /// The second operand.
+    y: f64,
+) -> f64 {
+    x * y
+}
+
+/// Divides x by y (y must not be zero)
+#[tool]
+fn divide(
+    /// The first operand.
+    x: f64,
+    /// The second operand.
+    y: f64,
+) -> Result<f64, ToolError> {
+    if y == 0.0 {
+        return Err(ToolError::invalid("division by zero: y must not be 0"));
+    }
+    Ok(x / y)
+}
+
+/// Arithmetic mean of a non-empty list of numbers
+#[tool]
+fn mean(
     /// The numbers.
     values: Vec<f64>,
+) -> Result<f64, ToolError> {
+    if values.is_empty() {
+        return Err(ToolError::invalid("values must not be empty"));
+    }
+    Ok(values.iter().sum::<f64>() / values.len() as f64)
 }
 
-fn tools() -> Vec<Tool> {
-    vec![
-        Tool::new("add", "Adds two numbers x and y", |p: Pair| Ok(p.x + p.y)),
-        Tool::new("multiply", "Multiplies two numbers x and y", |p: Pair| Ok(p.x * p.y)),
-        Tool::new("divide", "Divides x by y (y must not be zero)", |p: Pair| {
-            if p.y == 0.0 {
-                return Err(ToolError::invalid("division by zero: y must not be 0"));
-            }
-            Ok(p.x / p.y)
-        }),
-        Tool::new("mean", "Arithmetic mean of a non-empty list of numbers", |n: Numbers| {
-            if n.values.is_empty() {
-                return Err(ToolError::invalid("values must not be empty"));
-            }
-            Ok(n.values.iter().sum::<f64>() / n.values.len() as f64)
-        }),
-    ]
-}
-
-toolhost_sdk::export!(tools);
+toolhost_sdk::export!([add, multiply, divide, mean]);

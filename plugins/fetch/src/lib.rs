@@ -2,21 +2,11 @@
 //! `network` allowlist of `fetch.toml` (scheme, host and port), and only because
 //! `http_get` declares Network.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use toolhost_sdk::{Permission, Tool, ToolError};
+use serde::Serialize;
+use toolhost_sdk::{ToolError, tool};
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{ErrorCode, Fields, Method, OutgoingRequest, Scheme};
 use wasip2::io::streams::StreamError;
-
-/// Where to fetch from.
-#[derive(Deserialize, JsonSchema)]
-struct GetArgs {
-    /// An absolute http:// or https:// URL.
-    url: String,
-    /// Keep at most this many bytes of the body (default 65536).
-    max_bytes: Option<u64>,
-}
 
 /// The response.
 #[derive(Serialize)]
@@ -89,14 +79,16 @@ pub fn get(url: &str, max: u64) -> Result<(u16, Vec<u8>, bool), ToolError> {
     Ok((status, buf, truncated))
 }
 
-fn tools() -> Vec<Tool> {
-    vec![
-        Tool::new("http_get", "Fetches a URL with HTTP GET and returns status and body text", |a: GetArgs| {
-            let (status, body, truncated) = get(&a.url, a.max_bytes.unwrap_or(65536))?;
-            Ok(Response { status, body: String::from_utf8_lossy(&body).into_owned(), truncated })
-        })
-        .permissions([Permission::Network]),
-    ]
+/// Fetches a URL with HTTP GET and returns status and body text
+#[tool(permissions = [network])]
+fn http_get(
+    /// An absolute http:// or https:// URL.
+    url: String,
+    /// Keep at most this many bytes of the body (default 65536).
+    max_bytes: Option<u64>,
+) -> Result<Response, ToolError> {
+    let (status, body, truncated) = get(&url, max_bytes.unwrap_or(65536))?;
+    Ok(Response { status, body: String::from_utf8_lossy(&body).into_owned(), truncated })
 }
 
-toolhost_sdk::export!(tools);
+toolhost_sdk::export!([http_get]);

@@ -2,25 +2,7 @@
 //! `read`/`write` in `files.toml` become read-only/read-write preopens, granted only
 //! because these tools declare Read and Write.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-use toolhost_sdk::{Permission, Tool, ToolError};
-
-/// A path.
-#[derive(Deserialize, JsonSchema)]
-struct PathArg {
-    /// Absolute path of the file or folder.
-    path: String,
-}
-
-/// A path and the text to write there.
-#[derive(Deserialize, JsonSchema)]
-struct WriteArgs {
-    /// Absolute path of the file.
-    path: String,
-    /// The new content.
-    content: String,
-}
+use toolhost_sdk::{ToolError, tool};
 
 fn io(path: &str, e: std::io::Error) -> ToolError {
     match e.kind() {
@@ -31,28 +13,40 @@ fn io(path: &str, e: std::io::Error) -> ToolError {
     }
 }
 
-fn tools() -> Vec<Tool> {
-    vec![
-        Tool::new("read_file", "Reads a UTF-8 text file and returns its content", |a: PathArg| {
-            std::fs::read_to_string(&a.path).map_err(|e| io(&a.path, e))
-        })
-        .permissions([Permission::Read]),
-        Tool::new("write_file", "Writes text to a file, replacing its content", |a: WriteArgs| {
-            std::fs::write(&a.path, a.content.as_bytes()).map_err(|e| io(&a.path, e))?;
-            Ok(format!("wrote {} bytes to {}", a.content.len(), a.path))
-        })
-        .permissions([Permission::Write]),
-        Tool::new("list_dir", "Lists the entries of a folder, sorted by name", |a: PathArg| {
-            let mut names = std::fs::read_dir(&a.path)
-                .map_err(|e| io(&a.path, e))?
-                .filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect::<Vec<_>>();
-            names.sort();
-            Ok(names)
-        })
-        .permissions([Permission::Read]),
-    ]
+/// Reads a UTF-8 text file and returns its content
+#[tool(permissions = [read])]
+fn read_file(
+    /// Absolute path of the file or folder.
+    path: String,
+) -> Result<String, ToolError> {
+    std::fs::read_to_string(&path).map_err(|e| io(&path, e))
 }
 
-toolhost_sdk::export!(tools);
+/// Writes text to a file, replacing its content
+#[tool(permissions = [write])]
+fn write_file(
+    /// Absolute path of the file.
+    path: String,
+    /// The new content.
+    content: String,
+) -> Result<String, ToolError> {
+    std::fs::write(&path, content.as_bytes()).map_err(|e| io(&path, e))?;
+    Ok(format!("wrote {} bytes to {}", content.len(), path))
+}
+
+/// Lists the entries of a folder, sorted by name
+#[tool(permissions = [read])]
+fn list_dir(
+    /// Absolute path of the file or folder.
+    path: String,
+) -> Result<Vec<String>, ToolError> {
+    let mut names = std::fs::read_dir(&path)
+        .map_err(|e| io(&path, e))?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    names.sort();
+    Ok(names)
+}
+
+toolhost_sdk::export!([read_file, write_file, list_dir]);

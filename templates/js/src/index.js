@@ -1,41 +1,40 @@
 // {{name}}: a toolhost plugin written in JavaScript.
 //
-// The component exports `describe()` (the tools it offers) and `call(name, argumentsJson,
-// ctx)` (runs one). Return a `{ canonical, render }` object; throw
-// `{ tag: 'invalid-arguments' | 'execution-failed' | 'denied', val: 'message' }` to fail.
-// `fetch()` works for the hosts that {{name}}.toml allows under `network`.
+// Each tool is a `tool({ name, description, parameters, run })` (./toolhost.js explains
+// the rest): `parameters` is the JSON Schema of the arguments, `run` gets them parsed and
+// returns any JSON value, or `output(value, render)` with the text the model reads. Throw
+// `invalid(message)`, `denied(message)` or `failed(message)` to fail. Declare what a tool
+// needs in `permissions` ('read', 'network', ...); {{name}}.toml grants it. `fetch()`
+// works for the hosts that {{name}}.toml allows under `network`.
 import { log } from 'toolhost:tool/host@0.1.0';
+import { invalid, output, plugin, tool } from './toolhost.js';
+
+const greet = tool({
+  name: '{{tool}}',
+  description: 'Greets someone by name.',
+  parameters: {
+    type: 'object',
+    properties: { name: { type: 'string', description: 'Who to greet.' } },
+    required: ['name'],
+  },
+  permissions: [],
+  tags: ['example'],
+  run({ name }) {
+    if (typeof name !== 'string' || !name) {
+      throw invalid('`name` must be a non-empty string');
+    }
+    log('info', `greeting ${name}`);
+    const greeting = `Hello, ${name}!`;
+    return output({ greeting }, greeting);
+  },
+});
+
+const tools = plugin([greet]);
 
 export function describe() {
-  return [
-    {
-      name: '{{tool}}',
-      description: 'Greets someone by name.',
-      parameters: JSON.stringify({
-        type: 'object',
-        properties: { name: { type: 'string', description: 'who to greet' } },
-        required: ['name'],
-      }),
-      // Permission levels this tool needs: 'read', 'write', 'delete', 'network', 'shell',
-      // 'file-system' or { tag: 'custom', val: '...' }.
-      permissions: [],
-      tags: ['example'],
-    },
-  ];
+  return tools.describe();
 }
 
-export function call(name, argumentsJson, _ctx) {
-  const args = JSON.parse(argumentsJson);
-  switch (name) {
-    case '{{tool}}': {
-      if (typeof args.name !== 'string') {
-        throw { tag: 'invalid-arguments', val: '`name` must be a string' };
-      }
-      log('info', `greeting ${args.name}`);
-      const greeting = `Hello, ${args.name}!`;
-      return { canonical: JSON.stringify({ greeting }), render: greeting };
-    }
-    default:
-      throw { tag: 'invalid-arguments', val: `unknown tool ${name}` };
-  }
+export function call(name, argumentsJson, ctx) {
+  return tools.call(name, argumentsJson, ctx);
 }

@@ -1,33 +1,25 @@
 //! {{name}}: a toolhost plugin written in Rust with `toolhost-sdk`.
 //!
-//! Each [`Tool`] has a name, a description, typed arguments (their JSON Schema comes from
-//! `schemars`, doc comments become descriptions) and a handler. `Tool::new` takes a handler
-//! returning any `Serialize` value; `Tool::with_context` one returning an [`Output`] with
-//! render text for the model. Fail with a [`ToolError`]. Declare what a tool needs with
-//! `.permissions([Permission::Read])`; the policy file {{name}}.toml grants it.
+//! Each tool is a plain function marked `#[tool]`: its doc comment is the description the
+//! model reads, each parameter (with its own doc comment) a property of the JSON Schema
+//! of the arguments, its result any `Serialize` value (or an [`Output`] with render text
+//! for the model). Fail with a [`ToolError`]. Declare what a tool needs with
+//! `#[tool(permissions = [read])]`; the policy file {{name}}.toml grants it. `export!`
+//! lists the tools of the plugin.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-use toolhost_sdk::{Output, Tool, ToolError, json};
+use toolhost_sdk::{Output, ToolError, json, tool};
 
-/// Arguments of `{{tool}}`.
-#[derive(Deserialize, JsonSchema)]
-struct GreetArgs {
+/// Greets someone by name.
+#[tool(name = "{{tool}}", tags = ["example"])]
+fn greet(
     /// Who to greet.
     name: String,
+) -> Result<Output, ToolError> {
+    if name.is_empty() {
+        return Err(ToolError::invalid("`name` must not be empty"));
+    }
+    let greeting = format!("Hello, {name}!");
+    Ok(Output::rendered(json!({ "greeting": greeting }), greeting))
 }
 
-fn tools() -> Vec<Tool> {
-    vec![
-        Tool::with_context("{{tool}}", "Greets someone by name.", |a: GreetArgs, _ctx| {
-            if a.name.is_empty() {
-                return Err(ToolError::invalid("`name` must not be empty"));
-            }
-            let greeting = format!("Hello, {}!", a.name);
-            Ok(Output::rendered(json!({ "greeting": greeting }), greeting))
-        })
-        .tags(["example"]),
-    ]
-}
-
-toolhost_sdk::export!(tools);
+toolhost_sdk::export!([greet]);

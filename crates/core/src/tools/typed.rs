@@ -5,7 +5,9 @@
 //! - [`DynamicTool`]: a tool defined at run time from a closure.
 //!
 //! Both become an `Arc<dyn BaseTool>` (with [`Tool::into_dyn`] or [`DynamicTool::build`]),
-//! so they register like any other tool.
+//! so they register like any other tool. Most `Tool`s need not be written by hand:
+//! `#[toolhost::tool]` (or [`crate::tool`]) on a plain function generates one, and
+//! `#[toolhost::toolbox]` one per `&self` method (`docs/writing-plugins.md`).
 
 use std::future::Future;
 use std::marker::PhantomData;
