@@ -10,6 +10,7 @@
 //! - [`tokens`]: [`TokenCounter`] (tiktoken for OpenAI families, an estimate otherwise).
 //! - [`events`]: the [`StreamEvent`]s of the streaming loop.
 //! - [`policy`]: the [`InvalidToolCallPolicy`] (Fail, Retry, Repair, Skip, Stop).
+//! - [`eval`]: tool-selection regression cases (`toolhost eval`).
 //! - [`error`]: [`LlmError`]; loop errors carry the trajectory.
 //!
 //! ```no_run
@@ -31,6 +32,7 @@ pub mod anthropic;
 pub mod compact;
 pub mod cycle;
 pub mod error;
+pub mod eval;
 pub mod events;
 mod http;
 pub mod openai;
