@@ -427,3 +427,35 @@ async fn progress_reaches_the_stream_bounded_and_a_flood_is_coalesced() -> anyho
     assert_eq!(answers["f1"], "flooded");
     Ok(())
 }
+
+#[tokio::test]
+async fn an_endless_stream_or_an_oversize_answer_is_cut_off_and_a_good_turn_follows()
+-> anyhow::Result<()> {
+    let endless = sse_chunk(json!({"content": "y".repeat(60_000)}), None);
+    let huge = text_reply(&"z".repeat(17 * 1024 * 1024));
+    let server =
+        Scripted::start(vec![Reply::SseForever(endless), huge, text_reply("fine")]).await?;
+    let registry = math_registry()?;
+    let mut c = LlmCycle::new(
+        OpenAiProvider::without_key(&server.base_url, "scripted")?.with_retry(RetryPolicy::none()),
+        CycleConfig::default(),
+    );
+    let mut err = None;
+    {
+        let mut s = c.submit_stream_with_tools("talk forever", &registry);
+        while let Some(ev) = s.next().await {
+            if let Err(e) = ev {
+                err = Some(e);
+            }
+        }
+    }
+    let err = err.map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("bytes"), "{err}");
+    let err = c.submit("say a lot").await.err().map(|e| e.to_string());
+    assert!(
+        err.as_deref().is_some_and(|e| e.contains("16777216 bytes")),
+        "{err:?}"
+    );
+    assert_eq!(c.submit("and now?").await?.text(), "fine");
+    Ok(())
+}
