@@ -200,6 +200,35 @@ fn openai_text(text: &str) -> String {
     .to_string()
 }
 
+/// An OpenAI stream calling one tool.
+fn openai_sse_call(name: &str, args: &str) -> (&'static str, String) {
+    let chunk = |delta: Value, finish: Value| {
+        let c = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {c}\n\n")
+    };
+    let body = [
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": name, "arguments": args}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+        "data: [DONE]\n\n".to_string(),
+    ]
+    .concat();
+    ("text/event-stream", body)
+}
+
+/// An OpenAI stream answering with text.
+fn openai_sse_text(text: &str) -> (&'static str, String) {
+    let c = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
+    (
+        "text/event-stream",
+        format!("data: {c}\n\ndata: [DONE]\n\n"),
+    )
+}
+
 const CASES: &str = r#"
 [[case]]
 name = "adds"
@@ -264,4 +293,86 @@ fn eval_passes_and_a_regression_exits_non_zero() {
     );
     assert!(stdout.contains("FAIL no tool for greetings"), "{shown}");
     assert!(stdout.contains("0 of 2 case(s) passed"), "{shown}");
+}
+
+#[test]
+fn chat_on_deny_continue_gives_the_model_the_denial_and_stop_ends_the_answer() {
+    let Some(python) = toolhost_testkit::peers::python() else {
+        return;
+    };
+    let Some(dir) = work() else { return };
+    // An MCP server whose tools are unannotated, so rated destructive: without a terminal
+    // every call of `shout` is denied.
+    let script = toolhost_testkit::peers::mcp_fixture("py_server.py");
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout_secs = 30\n",
+            python.display().to_string(),
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    let chat = |extra: &[&str], answers: Vec<(&'static str, String)>| {
+        let (base, seen) = scripted(answers);
+        let url = format!("{base}/v1");
+        let mut args = vec![
+            "chat",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--prompt",
+            "Shout hi",
+        ];
+        args.extend_from_slice(extra);
+        (toolhost(dir.path(), &args), seen)
+    };
+
+    let (out, seen) = chat(
+        &["--on-deny", "continue"],
+        vec![
+            openai_sse_call("shout", r#"{"text": "hi"}"#),
+            openai_sse_text("I may not shout here."),
+        ],
+    );
+    let shown = toolhost_testkit::show(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("I may not shout here."),
+        "{shown}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{shown}");
+    let tool_msg = seen[1].2["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(
+        tool_msg["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("denied: "),
+        "{tool_msg}"
+    );
+    drop(seen);
+
+    // The default: the denial ends the answer with an error, the model is not asked again.
+    let (out, seen) = chat(
+        &[],
+        vec![
+            openai_sse_call("shout", r#"{"text": "hi"}"#),
+            openai_sse_text("never sent"),
+        ],
+    );
+    let shown = toolhost_testkit::show(&out);
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("permission denied"),
+        "{shown}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1, "{shown}");
 }
