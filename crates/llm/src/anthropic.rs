@@ -29,7 +29,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
-use crate::http::{MAX_RESPONSE_BYTES, excerpt, read_limited, send_with_retry, stream_limited};
+use crate::http::{
+    MAX_RESPONSE_BYTES, excerpt, read_limited, send_with_retry, stream_error, stream_limited,
+};
 use crate::openai::RetryPolicy;
 use crate::provider::{ChatProvider, DeltaStream};
 use crate::types::{
@@ -286,7 +288,7 @@ impl ChatProvider for AnthropicProvider {
                 let ev = match ev {
                     Ok(ev) => ev,
                     Err(e) => {
-                        yield Err(LlmError::Transport { url: url.clone(), message: format!("the event stream broke: {e}") });
+                        yield Err(stream_error(&url, e));
                         return;
                     }
                 };

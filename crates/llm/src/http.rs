@@ -134,6 +134,23 @@ pub(crate) enum LimitError {
     Transport(String),
 }
 
+/// The error for a broken event stream: a stream past its bound is an incomplete answer
+/// (saying so), anything else a transport failure.
+pub(crate) fn stream_error(
+    url: &str,
+    e: eventsource_stream::EventStreamError<LimitError>,
+) -> LlmError {
+    match e {
+        eventsource_stream::EventStreamError::Transport(LimitError::TooLong(limit)) => {
+            too_long(limit)
+        }
+        other => LlmError::Transport {
+            url: url.to_string(),
+            message: format!("the event stream broke: {other}"),
+        },
+    }
+}
+
 fn too_long(limit: usize) -> LlmError {
     LlmError::Incomplete(format!(
         "the answer passed {limit} bytes, the most a provider reads; it was cut off"

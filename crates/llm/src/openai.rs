@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 use toolhost_core::tools::ToolDefinition;
 
 use crate::error::LlmError;
-use crate::http::{MAX_RESPONSE_BYTES, excerpt, read_limited, send_with_retry, stream_limited};
+use crate::http::{
+    MAX_RESPONSE_BYTES, excerpt, read_limited, send_with_retry, stream_error, stream_limited,
+};
 use crate::provider::{ChatProvider, DeltaStream};
 use crate::types::{
     AssistantMessage, ChatMessage, ChatRequest, ChatResponse, FinishReason, StreamDelta, Usage,
@@ -235,7 +237,7 @@ impl ChatProvider for OpenAiProvider {
                 let ev = match ev {
                     Ok(ev) => ev,
                     Err(e) => {
-                        yield Err(LlmError::Transport { url: url.clone(), message: format!("the event stream broke: {e}") });
+                        yield Err(stream_error(&url, e));
                         return;
                     }
                 };

@@ -303,7 +303,7 @@ async fn hostile_answers_get_feedback_or_bounded_errors_and_good_turns_follow() 
     let Some(err) = err else {
         anyhow::bail!("an endless stream must fail");
     };
-    assert!(matches!(err, LlmError::Transport { .. }), "{err}");
+    assert!(matches!(err, LlmError::Incomplete(_)), "{err}");
     assert!(err.to_string().contains("bytes"), "{err}");
     // A good turn follows.
     let answer = c.submit("are you there?").await?;
