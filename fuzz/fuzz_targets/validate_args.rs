@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
         .build()
         .expect("a current-thread runtime");
     let secret = "hunter2-fuzz-secret";
-    let inv = rt.block_on(registry.invoke("fuzzed", args));
+    let inv = rt.block_on(registry.invoke_recorded("fuzzed", args));
     if let Err(e) = &inv.output {
         let _ = e.to_string();
     }
@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let inv = rt.block_on(registry.invoke("fuzzed", with_secret));
+    let inv = rt.block_on(registry.invoke_recorded("fuzzed", with_secret));
     if let Err(e) = &inv.output {
         assert!(
             !e.to_string().contains(secret),

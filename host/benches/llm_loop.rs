@@ -8,7 +8,16 @@
 //! - `provider_request`: one `OpenAiProvider::complete` on a 3-message history (the HTTP
 //!   round trip and JSON work every turn pays anyway; the baseline);
 //! - `tool_invoke`: one `ToolRegistry::invoke_calls` of `add` (the tool's time);
-//! - `loop_two_turns`: a whole `submit_with_tools` on a fresh `LlmCycle`.
+//! - `loop_two_turns`: a whole `submit_with_tools` on a fresh `LlmCycle` (compaction off);
+//! - `loop_two_turns_budget_unreached`: the same with a token budget far above the
+//!   history (compaction on; only the byte bound is computed each turn);
+//! - `loop_two_turns_compacting`: the same with a budget of one token, counted with the
+//!   gpt-4o BPE (compaction on and running every turn: every message tokenised, the
+//!   compaction pass done, nothing left that it may drop);
+//! - `loop_two_turns_in_process` and `..._compacting_in_process`: the same loops against
+//!   an in-process provider that returns the two answers without HTTP or JSON. On a
+//!   shared VM the HTTP baseline swings by ±50 % between runs, more than the loop costs;
+//!   without it the loop's own cost per turn is (time − tool_invoke) / 2 directly.
 //!
 //! Loop overhead per turn = (loop_two_turns - 2 x provider_request - tool_invoke) / 2.
 //! `docs/benchmarks/llm.md` has the figures.
@@ -21,8 +30,50 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use toolhost::llm::{
-    ChatMessage, ChatProvider, ChatRequest, CycleConfig, LlmCycle, OpenAiProvider,
+    AssistantMessage, AssistantToolCall, ChatMessage, ChatProvider, ChatRequest, ChatResponse,
+    CycleConfig, DeltaStream, FinishReason, LlmCycle, LlmError, OpenAiProvider, TokenCounter,
 };
+
+/// The model in process: a tool call on a user message, text on a tool result.
+struct InProcess;
+
+#[async_trait::async_trait]
+impl ChatProvider for InProcess {
+    async fn complete(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+        let last_is_tool = matches!(request.messages.last(), Some(ChatMessage::Tool { .. }));
+        let message = if last_is_tool {
+            AssistantMessage {
+                content: Some("2 + 3 = 5".into()),
+                tool_calls: Vec::new(),
+            }
+        } else {
+            AssistantMessage {
+                content: None,
+                tool_calls: vec![AssistantToolCall::new("call_1", "add", "{\"x\":2,\"y\":3}")],
+            }
+        };
+        Ok(ChatResponse {
+            stop_reason: Some(if last_is_tool {
+                FinishReason::Stop
+            } else {
+                FinishReason::ToolCalls
+            }),
+            message,
+            usage: None,
+            model: "in-process".into(),
+        })
+    }
+
+    async fn stream(&self, _request: ChatRequest<'_>) -> Result<DeltaStream, LlmError> {
+        Err(LlmError::Config(
+            "the in-process bench model does not stream".into(),
+        ))
+    }
+
+    fn model(&self) -> &str {
+        "in-process"
+    }
+}
 use toolhost::tools::{DynamicTool, ToolCall, ToolContext, ToolOutput, ToolRegistry};
 
 fn tool_reply() -> String {
@@ -174,6 +225,59 @@ fn bench(c: &mut Criterion) {
             })
         })
     });
+    let budgets = [
+        (
+            "loop_two_turns_budget_unreached",
+            CycleConfig {
+                token_budget: Some(1_000_000),
+                ..CycleConfig::default()
+            },
+        ),
+        (
+            "loop_two_turns_compacting",
+            CycleConfig {
+                token_budget: Some(1),
+                token_counter: Some(TokenCounter::for_model("gpt-4o")),
+                ..CycleConfig::default()
+            },
+        ),
+    ];
+    let in_process: Arc<dyn ChatProvider> = Arc::new(InProcess);
+    let in_process_runs = [
+        ("loop_two_turns_in_process", CycleConfig::default()),
+        (
+            "loop_two_turns_compacting_in_process",
+            CycleConfig {
+                token_budget: Some(1),
+                token_counter: Some(TokenCounter::for_model("gpt-4o")),
+                ..CycleConfig::default()
+            },
+        ),
+    ];
+    for (name, config) in in_process_runs {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let mut cycle = LlmCycle::with_provider(in_process.clone(), config.clone());
+                    let r = cycle.submit_with_tools("What is 2 + 3?", &registry).await;
+                    assert!(r.is_ok(), "{r:?}");
+                    black_box(cycle.messages().len())
+                })
+            })
+        });
+    }
+    for (name, config) in budgets {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let mut cycle = LlmCycle::with_provider(provider.clone(), config.clone());
+                    let r = cycle.submit_with_tools("What is 2 + 3?", &registry).await;
+                    assert!(r.is_ok(), "{r:?}");
+                    black_box(cycle.messages().len())
+                })
+            })
+        });
+    }
     g.finish();
 }
 

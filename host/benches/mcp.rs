@@ -54,7 +54,9 @@ fn criterion_part(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         )
         .ok();
     g.bench_function("native_add_registry", |b| {
-        b.iter(|| rt.block_on(async { native.invoke("add", json!({"a": 2, "b": 3})).await }))
+        b.iter(|| {
+            rt.block_on(async { native.invoke_recorded("add", json!({"a": 2, "b": 3})).await })
+        })
     });
 
     if let Some(dir) = plugins() {
@@ -62,7 +64,11 @@ fn criterion_part(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         let problems = rt.block_on(toolhost::host::load_plugins(&wasm, &dir));
         if wasm.contains("add") {
             g.bench_function("wasm_calc_add_registry", |b| {
-                b.iter(|| rt.block_on(async { wasm.invoke("add", json!({"x": 2, "y": 3})).await }))
+                b.iter(|| {
+                    rt.block_on(async {
+                        wasm.invoke_recorded("add", json!({"x": 2, "y": 3})).await
+                    })
+                })
             });
         } else {
             eprintln!(
@@ -97,7 +103,10 @@ fn criterion_part(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
             });
             g.bench_function("mcp_client_get_sum_registry", |b| {
                 b.iter(|| {
-                    rt.block_on(async { reg.invoke("get-sum", json!({"a": 2, "b": 3})).await })
+                    rt.block_on(async {
+                        reg.invoke_recorded("get-sum", json!({"a": 2, "b": 3}))
+                            .await
+                    })
                 })
             });
         }

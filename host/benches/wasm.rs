@@ -102,7 +102,7 @@ fn benches(c: &mut Criterion) {
         assert!(errs.is_empty(), "{errs:?}");
         g.bench_function(label, |b| {
             b.iter(|| {
-                let inv = rt.block_on(reg.invoke("add", json!({"x": 1, "y": 2})));
+                let inv = rt.block_on(reg.invoke_recorded("add", json!({"x": 1, "y": 2})));
                 assert!(inv.is_ok());
             })
         });
@@ -133,7 +133,7 @@ fn benches(c: &mut Criterion) {
         reg.register(native).unwrap_or_else(|e| panic!("{e}"));
         g.bench_function("native_registry", |b| {
             b.iter(|| {
-                rt.block_on(reg.invoke("add", json!({"x": 1, "y": 2})))
+                rt.block_on(reg.invoke_recorded("add", json!({"x": 1, "y": 2})))
                     .is_ok()
             })
         });

@@ -14,6 +14,7 @@ pub mod chat;
 pub mod common;
 pub mod completions;
 pub mod elicit;
+pub mod eval;
 pub mod inspect;
 pub mod install;
 pub mod lint;
@@ -66,8 +67,10 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Serve every tool as an MCP server (stdio or Streamable HTTP).
     Serve(serve::ServeArgs),
-    /// Chat with an OpenAI-compatible model that can call the tools.
+    /// Chat with a model (OpenAI-compatible or Anthropic) that can call the tools.
     Chat(chat::ChatArgs),
+    /// Replay tool-selection cases (CASES.toml) against a model; exit 1 on a failure.
+    Eval(eval::EvalArgs),
     /// Scaffold a new plugin from a template.
     New(new::NewArgs),
     /// Approve what a plugin (or `mcp:SERVER`) requests: writes the lock.
@@ -127,6 +130,7 @@ impl Cli {
             Command::Inspect(a) => inspect::run(a).await,
             Command::Serve(a) => serve::run(a).await,
             Command::Chat(a) => chat::run(a).await,
+            Command::Eval(a) => eval::run(a).await,
             Command::New(a) => new::run(a).await,
             Command::Approve(a) => approve::run(a).await,
             Command::Install(a) => install::run_install(a).await,

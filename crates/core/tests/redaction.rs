@@ -81,13 +81,13 @@ async fn audit_and_validation_errors_never_carry_secrets() {
         "blob": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "pem": "-----BEGIN OPENSSH PRIVATE KEY-----\nMIIEsecretPEMbody\n-----END OPENSSH PRIVATE KEY-----",
     });
-    let inv = reg.invoke("connect", hostile).await;
+    let inv = reg.invoke_recorded("connect", hostile).await;
     assert!(inv.is_ok());
 
     // A password that fails `minLength`, a token outside its `enum`, and a credential in
     // a field that is not secret by name: the validation error must not quote them.
     let inv = reg
-        .invoke(
+        .invoke_recorded(
             "signup",
             json!({"user": "bob", "password": "short1", "token": "Bearer hdr.Value-8",
                    "note": "https://u:urlpw-7@x.example/"}),
@@ -106,7 +106,7 @@ async fn audit_and_validation_errors_never_carry_secrets() {
     // The whole payload is also wrong in type at the top level: the message must not
     // quote the object that holds the password.
     let inv = reg
-        .invoke("signup", json!([{"password": "hunter2-pass"}]))
+        .invoke_recorded("signup", json!([{"password": "hunter2-pass"}]))
         .await;
     let msg = inv.output.unwrap_err().to_string();
     assert!(!msg.contains("hunter2-pass"), "{msg}");
@@ -122,14 +122,14 @@ async fn audit_and_validation_errors_never_carry_secrets() {
     )
     .unwrap();
     let inv = reg
-        .invoke("strict", json!({"password": "hunter2-pass"}))
+        .invoke_recorded("strict", json!({"password": "hunter2-pass"}))
         .await;
     let msg = inv.output.unwrap_err().to_string();
     assert!(!msg.contains("hunter2-pass"), "{msg}");
 
     // A good call still works and is audited with its harmless fields in clear.
     let inv = reg
-        .invoke(
+        .invoke_recorded(
             "signup",
             json!({"user": "alice", "password": "a-long-enough-password"}),
         )
@@ -216,9 +216,9 @@ async fn query_string_credentials_are_redacted_in_every_url() {
         "repeated": ["https://h.example/p?token=rep-10&page=2&token=rep-11&TOKEN=rep-12"],
         "login": "https://h.example/login?password=qs-pw-13&client_secret=qs-cs-14&signature=qs-sig-15",
     });
-    assert!(reg.invoke("connect", hostile).await.is_ok());
+    assert!(reg.invoke_recorded("connect", hostile).await.is_ok());
     let inv = reg
-        .invoke(
+        .invoke_recorded(
             "visit",
             json!({"link": "https://h.example/?token=too-long-16"}),
         )
@@ -232,10 +232,14 @@ async fn query_string_credentials_are_redacted_in_every_url() {
     // A good call: a URL without credentials is kept as it is.
     let plain = "https://example.com/search?q=token&page=2&country_code=US#key-points";
     let inv = reg
-        .invoke("visit", json!({"link": "https://h.example/"}))
+        .invoke_recorded("visit", json!({"link": "https://h.example/"}))
         .await;
     assert_eq!(inv.output.unwrap().render, "visited");
-    assert!(reg.invoke("connect", json!({"url": plain})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("connect", json!({"url": plain}))
+            .await
+            .is_ok()
+    );
 
     let text = std::fs::read_to_string(&audit).unwrap();
     for s in QUERY_SECRETS {

@@ -18,7 +18,22 @@
 //!    else happens: its result, its error, the policy's feedback, or why it did not run;
 //! 6. a fatal tool error (`!ToolError::is_recoverable()`: permission denied, MCP link down,
 //!    I/O, cancellation) ends the loop with [`LlmError::ToolFailed`], carrying the trajectory;
-//!    recoverable errors are just results the model reads.
+//!    recoverable errors are just results the model reads. A permission denial is the
+//!    operator's choice ([`CycleConfig::on_denied`]): it ends the loop (the default), or
+//!    its call is answered `denied: REASON` and the model goes on.
+//!
+//! Before every request the history is fitted under [`CycleConfig::token_budget`], if set
+//! (tool-aware compaction, [`crate::compact`]), and the usage the provider reports is added
+//! up per conversation ([`LlmCycle::usage`]).
+//!
+//! The entry points follow the method matrix of `docs/llm.md`:
+//!
+//! | method | pushes a user message | compaction | provider retry | tool loop |
+//! |---|---|---|---|---|
+//! | `submit` | yes | yes | yes | no |
+//! | `submit_messages` (+ `_stream`) | no (the caller's history) | yes | yes | yes |
+//! | `submit_with_tools` (+ `submit_stream_with_tools`) | yes | yes | yes | yes |
+//! | `submit_request` | no | no | yes | no |
 //!
 //! Asking the model more than `max_turns` times is an error ([`LlmError::MaxTurns`]).
 //!
@@ -39,14 +54,17 @@ use toolhost_core::tools::{
     DEFAULT_MAX_TOOL_RESULT_BYTES, ToolCall, ToolContext, ToolDefinition, ToolError, ToolRegistry,
 };
 
+use crate::compact::{CompactionReport, compact};
 use crate::error::LlmError;
-use crate::events::StreamEvent;
+use crate::events::{MAX_PROGRESS_MESSAGE_BYTES, StreamEvent};
 use crate::policy::{
     InvalidToolCall, InvalidToolCallAction, InvalidToolCallKind, InvalidToolCallPolicy,
 };
 use crate::provider::ChatProvider;
+use crate::tokens::{TokenCounter, upper_bound};
 use crate::types::{
     AssistantMessage, ChatMessage, ChatRequest, ChatResponse, FinishReason, ResponseAssembler,
+    Usage,
 };
 
 /// A boxed stream of loop events; see [`LlmCycle::submit_stream_with_tools`].
@@ -75,8 +93,30 @@ pub struct CycleConfig {
     pub invalid_tool_calls: InvalidToolCallPolicy,
     /// Sampling temperature. Default: the server's.
     pub temperature: Option<f32>,
-    /// Output token limit per request. Default: the server's.
+    /// Output token limit per request. Default: the server's (the Anthropic provider,
+    /// whose API requires one, sends 4096).
     pub max_tokens: Option<u32>,
+    /// What a permission denial does. Default [`OnDenied::Stop`].
+    pub on_denied: OnDenied,
+    /// The most tokens a request's history and tool definitions may take; past it the
+    /// history is compacted before the request (`None`: never compact). Default `None`.
+    pub token_budget: Option<usize>,
+    /// How many of the most recent turns (an assistant message with its tool results, or
+    /// one other message) compaction keeps whole. Default 4.
+    pub keep_recent_turns: usize,
+    /// How tokens are counted for the budget (`None`: from the provider's model name,
+    /// see [`TokenCounter::for_model`]). Default `None`.
+    pub token_counter: Option<TokenCounter>,
+}
+
+/// What the loop does when the permission gate refuses a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnDenied {
+    /// End the loop with [`LlmError::ToolFailed`] (the model never sees the denial).
+    #[default]
+    Stop,
+    /// Answer the call with `denied: REASON` and let the model go on.
+    Continue,
 }
 
 impl Default for CycleConfig {
@@ -90,6 +130,10 @@ impl Default for CycleConfig {
             invalid_tool_calls: InvalidToolCallPolicy::default(),
             temperature: None,
             max_tokens: None,
+            on_denied: OnDenied::Stop,
+            token_budget: None,
+            keep_recent_turns: 4,
+            token_counter: None,
         }
     }
 }
@@ -101,6 +145,9 @@ pub struct LlmCycle {
     messages: Vec<ChatMessage>,
     context: ToolContext,
     turns: u64,
+    usage: Usage,
+    last_usage: Option<Usage>,
+    counter: TokenCounter,
 }
 
 impl std::fmt::Debug for LlmCycle {
@@ -164,12 +211,18 @@ impl LlmCycle {
         if let Some(p) = &config.system_prompt {
             messages.push(ChatMessage::system(p.clone()));
         }
+        let counter = config
+            .token_counter
+            .unwrap_or_else(|| TokenCounter::for_model(provider.model()));
         Self {
             provider,
             config,
             messages,
             context: ToolContext::new(session, trace),
             turns: 0,
+            usage: Usage::default(),
+            last_usage: None,
+            counter,
         }
     }
 
@@ -210,6 +263,54 @@ impl LlmCycle {
         self.turns
     }
 
+    /// The token usage of every request of this cycle, as the providers reported it
+    /// (requests whose answer carried no usage count zero).
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// The usage of the last request, if its provider reported it.
+    pub fn last_usage(&self) -> Option<Usage> {
+        self.last_usage
+    }
+
+    /// How this cycle counts tokens for its budget.
+    pub fn token_counter(&self) -> TokenCounter {
+        self.counter
+    }
+
+    /// Fits the history under the token budget (if one is set), counting the offered tool
+    /// definitions too. Returns what was done, or `None` when nothing had to be.
+    pub fn compact(&mut self, tools: &[ToolDefinition]) -> Option<CompactionReport> {
+        let budget = self.config.token_budget?;
+        // Cheap first: a bound from byte lengths. Only a history that may pass the budget
+        // is tokenised.
+        let tools_bytes = if tools.is_empty() {
+            0
+        } else {
+            serde_json::to_string(tools).map_or(0, |s| s.len())
+        };
+        if upper_bound(&self.messages, tools_bytes) <= budget {
+            return None;
+        }
+        let fixed = self.counter.count_tools(tools);
+        let report = compact(
+            &mut self.messages,
+            budget,
+            fixed,
+            self.config.keep_recent_turns,
+            &self.counter,
+        )?;
+        if report.over_budget {
+            tracing::warn!(
+                budget,
+                tokens = report.tokens_after,
+                "the system prompt, the task and the recent turns alone pass the token budget"
+            );
+        }
+        Some(report)
+    }
+
     /// Answers the calls of the last assistant message that have no tool message yet.
     /// That happens only when a caller dropped a loop future or stream part-way through a
     /// tool turn; every submit runs this first, so the history it sends stays valid.
@@ -243,10 +344,11 @@ impl LlmCycle {
         }
     }
 
-    /// Sends `prompt` without tools and returns the answer.
+    /// Sends `prompt` without tools and returns the answer (compaction applies).
     pub async fn submit(&mut self, prompt: impl Into<String>) -> Result<ChatResponse, LlmError> {
         self.answer_dangling_calls();
         self.messages.push(ChatMessage::user(prompt));
+        self.compact(&[]);
         let response = self.request(&[], None, false).await?;
         self.messages
             .push(ChatMessage::Assistant(response.message.clone()));
@@ -263,6 +365,54 @@ impl LlmCycle {
         self.answer_dangling_calls();
         self.messages.push(ChatMessage::user(prompt));
         self.run_loop(registry, None, false).await
+    }
+
+    /// Sends one request on the current history as it is: no prompt added, no compaction,
+    /// no tool loop (the provider's retry applies). The answer is added to the history.
+    pub async fn submit_request(
+        &mut self,
+        tools: &[ToolDefinition],
+    ) -> Result<ChatResponse, LlmError> {
+        self.answer_dangling_calls();
+        let response = self.request(tools, None, false).await?;
+        self.messages
+            .push(ChatMessage::Assistant(response.message.clone()));
+        Ok(response)
+    }
+
+    /// Takes `history` as the conversation (the caller's own messages: no user message is
+    /// pushed) and runs the tool loop on it, compacting under the budget as it goes. The
+    /// configured system prompt is put first if `history` has no system message. Calls of
+    /// a last assistant message left unanswered are answered "not run" first.
+    pub async fn submit_messages(
+        &mut self,
+        history: Vec<ChatMessage>,
+        registry: &ToolRegistry,
+    ) -> Result<ChatResponse, LlmError> {
+        self.adopt(history);
+        self.run_loop(registry, None, false).await
+    }
+
+    /// Like [`LlmCycle::submit_messages`], streaming the events of
+    /// [`LlmCycle::submit_stream_with_tools`].
+    pub fn submit_messages_stream<'a>(
+        &'a mut self,
+        history: Vec<ChatMessage>,
+        registry: &'a ToolRegistry,
+    ) -> EventStream<'a> {
+        self.adopt(history);
+        self.event_stream(registry)
+    }
+
+    fn adopt(&mut self, history: Vec<ChatMessage>) {
+        let has_system = history
+            .iter()
+            .any(|m| matches!(m, ChatMessage::System { .. }));
+        self.messages = history;
+        if !has_system && let Some(p) = &self.config.system_prompt {
+            self.messages.insert(0, ChatMessage::system(p.clone()));
+        }
+        self.answer_dangling_calls();
     }
 
     /// Runs the loop again on the current history without adding a prompt (for example
@@ -286,6 +436,10 @@ impl LlmCycle {
     ) -> EventStream<'a> {
         self.answer_dangling_calls();
         self.messages.push(ChatMessage::user(prompt));
+        self.event_stream(registry)
+    }
+
+    fn event_stream<'a>(&'a mut self, registry: &'a ToolRegistry) -> EventStream<'a> {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let stream = async_stream::stream! {
             let run = self.run_loop(registry, Some(tx), true);
@@ -351,6 +505,9 @@ impl LlmCycle {
                 });
             }
             let tools = self.offered_tools(registry);
+            if let Some(report) = self.compact(&tools) {
+                emit(StreamEvent::Compacted(report));
+            }
             let response = self.request(&tools, events.as_ref(), stream).await?;
             if !response.message.has_tool_calls() {
                 self.messages
@@ -420,7 +577,7 @@ impl LlmCycle {
                 });
             }
 
-            let outcomes = self.execute(plan, registry, turn).await;
+            let outcomes = self.execute(plan, registry, turn, events.as_ref()).await;
             let mut fatal = None;
             for o in outcomes {
                 let text = match &o.output {
@@ -484,10 +641,21 @@ impl LlmCycle {
             Ok(asm.finish(provider.model()))
         };
         let token = self.context.cancellation_token().clone();
-        tokio::select! {
+        let response = tokio::select! {
             r = ask => r,
             _ = token.cancelled() => Err(self.cancelled()),
+        }?;
+        self.last_usage = response.usage;
+        if let Some(u) = &response.usage {
+            self.usage.add(u);
+            if let Some(tx) = events {
+                let _ = tx.send(StreamEvent::Usage {
+                    turn: *u,
+                    conversation: self.usage,
+                });
+            }
         }
+        Ok(response)
     }
 
     /// Checks each call of an assistant message, applying the invalid-call policy. Repairs
@@ -586,6 +754,7 @@ impl LlmCycle {
         plan: Vec<PlannedCall>,
         registry: &ToolRegistry,
         turn: usize,
+        events: Option<&mpsc::UnboundedSender<StreamEvent>>,
     ) -> Vec<Outcome> {
         let calls: Vec<ToolCall> = plan
             .iter()
@@ -605,12 +774,41 @@ impl LlmCycle {
             // registry enforces both (it owns timeouts and truncation), so a call past the
             // deadline ends as `ToolError::Timeout` and a long result arrives cut.
             // Cancelling the cycle's context cancels the turn too.
-            let turn_ctx = self
+            let mut turn_ctx = self
                 .context
                 .child(&format!("turn-{turn}"))
                 .with_deadline(tokio::time::Instant::now() + budget)
                 .with_max_result_bytes(self.config.max_tool_result_bytes);
-            invocations = registry.invoke_calls(calls, &turn_ctx).await;
+            match events {
+                None => invocations = registry.invoke_calls(calls, &turn_ctx).await,
+                Some(events) => {
+                    // Progress reports go to the event stream while the batch runs.
+                    let names: std::collections::HashMap<String, String> = calls
+                        .iter()
+                        .map(|c| (c.id.clone(), c.name.clone()))
+                        .collect();
+                    let (ptx, mut prx) = mpsc::unbounded_channel();
+                    turn_ctx = turn_ctx.with_progress(ptx);
+                    let run = registry.invoke_calls(calls, &turn_ctx);
+                    tokio::pin!(run);
+                    let mut batch = Vec::new();
+                    invocations = loop {
+                        tokio::select! {
+                            biased;
+                            r = &mut run => break r,
+                            n = prx.recv_many(&mut batch, 1024) => {
+                                if n > 0 {
+                                    forward_progress(&mut batch, &names, events);
+                                }
+                            }
+                        }
+                    };
+                    while let Ok(p) = prx.try_recv() {
+                        batch.push(p);
+                    }
+                    forward_progress(&mut batch, &names, events);
+                }
+            }
         }
         let mut by_id: std::collections::HashMap<String, toolhost_core::tools::ToolInvocation> =
             invocations
@@ -642,6 +840,11 @@ impl LlmCycle {
                     };
                     let (text, fatal) = match inv.output {
                         Ok(out) => (Ok(out.render), None),
+                        Err(ToolError::PermissionDenied(_, why))
+                            if self.config.on_denied == OnDenied::Continue =>
+                        {
+                            (Err(format!("denied: {why}")), None)
+                        }
                         Err(e) => {
                             let text = format!("Error: {e}");
                             let fatal = (!e.is_recoverable()).then_some(e);
@@ -659,6 +862,49 @@ impl LlmCycle {
             })
             .collect()
     }
+}
+
+/// Sends the progress reports of `batch` as events, the latest per call only (a tool
+/// reporting faster than the stream is read cannot grow the event queue), and empties it.
+fn forward_progress(
+    batch: &mut Vec<toolhost_core::tools::ProgressEvent>,
+    names: &std::collections::HashMap<String, String>,
+    events: &mpsc::UnboundedSender<StreamEvent>,
+) {
+    let mut latest: Vec<toolhost_core::tools::ProgressEvent> = Vec::new();
+    for p in batch.drain(..) {
+        match latest.iter_mut().find(|l| l.call_id == p.call_id) {
+            Some(l) => *l = p,
+            None => latest.push(p),
+        }
+    }
+    for p in latest {
+        // Only calls of this batch are reported; anything else is not ours to show.
+        let Some(name) = names.get(&p.call_id) else {
+            continue;
+        };
+        let _ = events.send(StreamEvent::ToolExecutionProgress {
+            id: p.call_id,
+            name: name.clone(),
+            progress: p.progress,
+            total: p.total,
+            message: p
+                .message
+                .map(|m| cut_to(&m, MAX_PROGRESS_MESSAGE_BYTES).to_string()),
+        });
+    }
+}
+
+/// At most `max` bytes of `s`, cut on a character boundary.
+fn cut_to(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 fn new_session_id() -> String {

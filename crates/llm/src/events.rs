@@ -3,9 +3,12 @@
 //! The order is part of the API contract (`docs/llm.md`, "Streaming events"). For a turn in which the model calls tools:
 //!
 //! ```text
+//! Compacted?                           (before the request, when the budget forced it)
 //! AssistantTextDelta*                  (text the model writes before its calls)
+//! Usage?                               (when the provider reported usage)
 //! ToolExecutionStarted   (one per call, in the model's order)
 //! TurnComplete { ToolCalls }
+//! ToolExecutionProgress* (while the batch runs, as the tools report)
 //! ToolExecutionCompleted (one per call, in the model's order, after the batch ran)
 //! ```
 //!
@@ -18,7 +21,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::types::FinishReason;
+use crate::compact::CompactionReport;
+use crate::types::{FinishReason, Usage};
 
 /// An event of a streaming tool loop.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,12 +54,39 @@ pub enum StreamEvent {
         #[serde(serialize_with = "ser_ms")]
         duration: Duration,
     },
+    /// A running tool reported progress. The text comes from the tool (untrusted): it is
+    /// cut to [`MAX_PROGRESS_MESSAGE_BYTES`]; escape it before printing. Reports that
+    /// arrive faster than the stream is read are coalesced to the latest per call.
+    ToolExecutionProgress {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+        /// Progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// The tool's message, if any.
+        message: Option<String>,
+    },
+    /// The provider reported the token usage of the request just answered.
+    Usage {
+        /// This request.
+        turn: Usage,
+        /// Every request of this cycle so far, this one included.
+        conversation: Usage,
+    },
+    /// The history passed the token budget and was compacted before the request.
+    Compacted(CompactionReport),
     /// The model finished a turn.
     TurnComplete {
         /// Why.
         reason: FinishReason,
     },
 }
+
+/// The longest progress message an event carries, in bytes.
+pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 256;
 
 fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)

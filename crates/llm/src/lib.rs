@@ -3,10 +3,14 @@
 //! - [`types`]: OpenAI Chat Completions messages, requests, responses, stream deltas.
 //! - [`provider`]: the [`ChatProvider`] trait (`complete` and `stream`).
 //! - [`openai`]: [`OpenAiProvider`], for OpenAI, vLLM, Ollama, llama.cpp, LM Studio.
-//! - [`cycle`]: [`LlmCycle`] and [`CycleConfig`]: `submit`, `submit_with_tools`,
-//!   `submit_stream_with_tools`, `messages`.
+//! - [`anthropic`]: [`AnthropicProvider`], the Anthropic Messages API.
+//! - [`cycle`]: [`LlmCycle`] and [`CycleConfig`]: `submit`, `submit_messages`,
+//!   `submit_with_tools`, `submit_stream_with_tools`, `submit_request`, `messages`, `usage`.
+//! - [`compact`]: tool-aware compaction of a history under a token budget.
+//! - [`tokens`]: [`TokenCounter`] (tiktoken for OpenAI families, an estimate otherwise).
 //! - [`events`]: the [`StreamEvent`]s of the streaming loop.
 //! - [`policy`]: the [`InvalidToolCallPolicy`] (Fail, Retry, Repair, Skip, Stop).
+//! - [`eval`]: tool-selection regression cases (`toolhost eval`).
 //! - [`error`]: [`LlmError`]; loop errors carry the trajectory.
 //!
 //! ```no_run
@@ -24,15 +28,22 @@
 //! # Ok(()) }
 //! ```
 
+pub mod anthropic;
+pub mod compact;
 pub mod cycle;
 pub mod error;
+pub mod eval;
 pub mod events;
+mod http;
 pub mod openai;
 pub mod policy;
 pub mod provider;
+pub mod tokens;
 pub mod types;
 
-pub use cycle::{CycleConfig, EventStream, LlmCycle};
+pub use anthropic::{AnthropicProvider, DEFAULT_ANTHROPIC_KEY_ENV};
+pub use compact::CompactionReport;
+pub use cycle::{CycleConfig, EventStream, LlmCycle, OnDenied};
 pub use error::LlmError;
 pub use events::StreamEvent;
 pub use openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, RetryPolicy};
@@ -40,6 +51,7 @@ pub use policy::{
     InvalidToolCall, InvalidToolCallAction, InvalidToolCallKind, InvalidToolCallPolicy,
 };
 pub use provider::{ChatProvider, DeltaStream};
+pub use tokens::TokenCounter;
 pub use types::{
     AssistantMessage, AssistantToolCall, ChatMessage, ChatRequest, ChatResponse, FinishReason,
     FunctionCall, ResponseAssembler, StreamDelta, Usage,

@@ -16,11 +16,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use toolhost_core::tools::ToolDefinition;
 
 use crate::error::LlmError;
+use crate::http::{
+    MAX_RESPONSE_BYTES, excerpt, read_limited, send_with_retry, stream_error, stream_limited,
+};
 use crate::provider::{ChatProvider, DeltaStream};
 use crate::types::{
     AssistantMessage, ChatMessage, ChatRequest, ChatResponse, FinishReason, StreamDelta, Usage,
@@ -62,7 +65,7 @@ impl RetryPolicy {
         }
     }
 
-    fn backoff(&self, retry: u32) -> Duration {
+    pub(crate) fn backoff(&self, retry: u32) -> Duration {
         let factor = 2u32.saturating_pow(retry.min(16));
         self.initial_backoff
             .saturating_mul(factor)
@@ -196,60 +199,7 @@ impl OpenAiProvider {
 
     /// Sends the request, retrying transient failures; returns a success response.
     async fn send(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, LlmError> {
-        let mut attempt: u32 = 0;
-        loop {
-            attempt += 1;
-            let result = self
-                .client
-                .post(&self.url)
-                .headers(self.headers.clone())
-                .json(body)
-                .send()
-                .await;
-            let retries_left = attempt <= self.retry.max_retries;
-            match result {
-                Ok(resp) if resp.status().is_success() => return Ok(resp),
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    let transient = status == 429 || status >= 500;
-                    let retry_after = resp
-                        .headers()
-                        .get(RETRY_AFTER)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|s| s.trim().parse::<u64>().ok())
-                        .map(Duration::from_secs);
-                    let text = resp.text().await.unwrap_or_default();
-                    let err = LlmError::Http {
-                        status,
-                        body: excerpt(&text),
-                        attempts: attempt,
-                    };
-                    if !transient || !retries_left {
-                        return Err(err);
-                    }
-                    let wait = match retry_after {
-                        Some(d) if d > self.retry.max_retry_after => return Err(err),
-                        Some(d) => d,
-                        None => self.retry.backoff(attempt - 1),
-                    };
-                    tracing::warn!(status, attempt, ?wait, "model server busy; retrying");
-                    tokio::time::sleep(wait).await;
-                }
-                Err(e) => {
-                    let err = LlmError::Transport {
-                        url: self.url.clone(),
-                        message: error_chain(&e),
-                    };
-                    // Only failures before the server saw the request are safe to repeat.
-                    if !(e.is_connect() || e.is_timeout()) || !retries_left {
-                        return Err(err);
-                    }
-                    let wait = self.retry.backoff(attempt - 1);
-                    tracing::warn!(error = %err, attempt, ?wait, "retrying");
-                    tokio::time::sleep(wait).await;
-                }
-            }
-        }
+        send_with_retry(&self.client, &self.url, &self.headers, body, &self.retry).await
     }
 }
 
@@ -258,10 +208,7 @@ impl ChatProvider for OpenAiProvider {
     async fn complete(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
         let body = self.body(&request, false);
         let resp = self.send(&body).await?;
-        let bytes = resp.bytes().await.map_err(|e| LlmError::Transport {
-            url: self.url.clone(),
-            message: error_chain(&e),
-        })?;
+        let bytes = read_limited(resp, &self.url, MAX_RESPONSE_BYTES).await?;
         let wire: WireResponse = serde_json::from_slice(&bytes).map_err(|e| {
             LlmError::Decode(format!(
                 "{e}; the body starts with {}",
@@ -283,14 +230,14 @@ impl ChatProvider for OpenAiProvider {
         let body = self.body(&request, true);
         let resp = self.send(&body).await?;
         let url = self.url.clone();
-        let mut events = resp.bytes_stream().eventsource();
+        let mut events = stream_limited(resp, MAX_RESPONSE_BYTES).eventsource();
         let stream = async_stream::stream! {
             let mut finished = false;
             while let Some(ev) = events.next().await {
                 let ev = match ev {
                     Ok(ev) => ev,
                     Err(e) => {
-                        yield Err(LlmError::Transport { url: url.clone(), message: format!("the event stream broke: {e}") });
+                        yield Err(stream_error(&url, e));
                         return;
                     }
                 };
@@ -360,30 +307,6 @@ fn chunk_deltas(chunk: WireChunk) -> Vec<StreamDelta> {
         out.push(StreamDelta::Usage(u));
     }
     out
-}
-
-/// At most 500 bytes of a body, cut on a character boundary.
-fn excerpt(s: &str) -> String {
-    const MAX: usize = 500;
-    if s.len() <= MAX {
-        return s.to_string();
-    }
-    let mut end = MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &s[..end])
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }
 
 #[derive(Serialize)]

@@ -194,6 +194,17 @@ pub struct Usage {
     pub total_tokens: u64,
 }
 
+impl Usage {
+    /// Adds another request's usage to this one (saturating).
+    pub fn add(&mut self, other: &Usage) {
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+    }
+}
+
 /// What the loop asks the provider for. It borrows the history and the definitions, so a
 /// turn costs no copy of the conversation; the provider adds its model name.
 #[derive(Debug, Clone, Copy)]

@@ -25,7 +25,7 @@
 //! let registry = ToolRegistry::new();
 //! let (_plugins, errors) = folder::load_into(&engine, &registry, "target/plugins".as_ref()).await;
 //! for e in errors { eprintln!("warning: {e}"); }
-//! let inv = registry.invoke("add", serde_json::json!({"x": 1, "y": 2})).await;
+//! let inv = registry.invoke("add", serde_json::json!({"x": 1, "y": 2})).await?;
 //! println!("{}", inv.model_text());
 //! # Ok(()) }
 //! ```

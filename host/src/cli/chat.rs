@@ -1,8 +1,15 @@
-//! `toolhost chat`: a conversation with an OpenAI-compatible model that can call the tools
-//! of the plugins folder and the configured MCP servers.
+//! `toolhost chat`: a conversation with a model (OpenAI-compatible or Anthropic) that can
+//! call the tools of the plugins folder and the configured MCP servers.
 //!
 //! - Text streams as the model writes it; each tool call shows as `→ name {args}` and its
-//!   result as `← name (12 ms) result`, cut to one line.
+//!   result as `← name (12 ms) result`, cut to one line. While a tool runs, its progress
+//!   reports show as one live line on stderr (rewritten in place on a terminal), escaped:
+//!   the text comes from the tool.
+//! - After each answer, stderr shows the tokens the provider reported for it and for the
+//!   whole conversation.
+//! - `--on-deny continue` gives a permission denial to the model as `denied: REASON`
+//!   instead of ending the answer; `--token-budget N` compacts the history to fit N tokens
+//!   (`docs/llm.md`).
 //! - Destructive tools ask the person at the terminal: allow once, for this session,
 //!   always (remembered until `toolhost approvals revoke`), or deny with a reason
 //!   (`cli/approver.rs`). Without a terminal (or with stdin closed) the answer is deny.
@@ -16,7 +23,10 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use clap::Args;
 use futures::StreamExt;
-use toolhost::llm::{CycleConfig, LlmCycle, LlmError, OpenAiProvider, StreamEvent};
+use toolhost::llm::{
+    AnthropicProvider, ChatProvider, CycleConfig, LlmCycle, LlmError, OnDenied, OpenAiProvider,
+    StreamEvent, Usage,
+};
 use toolhost::tools::ToolRegistry;
 
 use super::approver::one_line;
@@ -26,16 +36,8 @@ use super::approver::one_line;
 pub struct ChatArgs {
     #[command(flatten)]
     host: super::HostArgs,
-    /// The API root of an OpenAI-compatible server (OpenAI, Ollama, vLLM, llama.cpp, LM
-    /// Studio), e.g. http://localhost:11434/v1.
-    #[arg(long, env = "TOOLHOST_LLM_BASE_URL")]
-    base_url: String,
-    /// The model name, e.g. qwen3:4b or gpt-4o-mini.
-    #[arg(long, env = "TOOLHOST_LLM_MODEL")]
-    model: String,
-    /// The environment variable holding the API key (unset: no key, fine for local servers).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    api_key_env: String,
+    #[command(flatten)]
+    model: ModelArgs,
     /// Send this one prompt, print the answer, exit.
     #[arg(long)]
     prompt: Option<String>,
@@ -48,8 +50,90 @@ pub struct ChatArgs {
     /// Offer only tools with one of these tags (repeatable).
     #[arg(long = "tag")]
     tags: Vec<String>,
+    /// What a permission denial does: `stop` ends the answer with an error; `continue`
+    /// tells the model "denied: REASON" and lets it go on.
+    #[arg(long, value_enum, default_value_t = OnDeny::Stop)]
+    on_deny: OnDeny,
+    /// Compact the history to fit this many tokens before each request (old large tool
+    /// results become markers, then the oldest turns go). Default: never compact.
+    #[arg(long)]
+    token_budget: Option<usize>,
     #[command(flatten)]
     audit: super::audit::AuditArgs,
+}
+
+/// What `--on-deny` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnDeny {
+    /// End the answer with an error.
+    Stop,
+    /// Give the model the denial and go on.
+    Continue,
+}
+
+/// Which wire format the model server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, LM Studio).
+    Openai,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+/// Where the model is: shared by `chat` and `eval`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// The API root, e.g. http://localhost:11434/v1 (OpenAI-compatible) or
+    /// https://api.anthropic.com.
+    #[arg(long, env = "TOOLHOST_LLM_BASE_URL")]
+    pub base_url: String,
+    /// The model name, e.g. qwen3:4b, gpt-4o-mini or claude-sonnet-4-5.
+    #[arg(long, env = "TOOLHOST_LLM_MODEL")]
+    pub model: String,
+    /// The wire format: openai or anthropic (default: anthropic when the base URL is
+    /// api.anthropic.com, else openai).
+    #[arg(long, value_enum, env = "TOOLHOST_LLM_PROVIDER")]
+    pub provider: Option<ProviderKind>,
+    /// The environment variable holding the API key (default OPENAI_API_KEY, or
+    /// ANTHROPIC_API_KEY for anthropic; unset: no key, fine for local servers).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+}
+
+impl ModelArgs {
+    /// The provider kind: the flag, else guessed from the base URL.
+    pub fn kind(&self) -> ProviderKind {
+        self.provider.unwrap_or_else(|| {
+            let host = self
+                .base_url
+                .split("://")
+                .nth(1)
+                .and_then(|rest| rest.split(['/', ':']).next())
+                .unwrap_or("");
+            if host == "anthropic.com" || host.ends_with(".anthropic.com") {
+                ProviderKind::Anthropic
+            } else {
+                ProviderKind::Openai
+            }
+        })
+    }
+
+    /// The provider these arguments name.
+    pub fn provider(&self) -> anyhow::Result<Arc<dyn ChatProvider>> {
+        Ok(match self.kind() {
+            ProviderKind::Openai => Arc::new(
+                OpenAiProvider::without_key(&self.base_url, &self.model)?
+                    .with_api_key_env(self.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"))?,
+            ),
+            ProviderKind::Anthropic => Arc::new(
+                AnthropicProvider::without_key(&self.base_url, &self.model)?.with_api_key_env(
+                    self.api_key_env
+                        .as_deref()
+                        .unwrap_or(toolhost::llm::DEFAULT_ANTHROPIC_KEY_ENV),
+                )?,
+            ),
+        })
+    }
 }
 
 /// Runs `toolhost chat`.
@@ -62,15 +146,19 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     registry.set_approver(Some(Arc::new(super::approver::TerminalApprover {
         console: console.clone(),
     })));
-    let provider = OpenAiProvider::without_key(&args.base_url, &args.model)?
-        .with_api_key_env(&args.api_key_env)?;
+    let provider = args.model.provider()?;
     let config = CycleConfig {
         max_turns: Some(args.max_turns.max(1)),
         system_prompt: args.system.clone(),
         tool_tags: args.tags.clone(),
+        on_denied: match args.on_deny {
+            OnDeny::Stop => OnDenied::Stop,
+            OnDeny::Continue => OnDenied::Continue,
+        },
+        token_budget: args.token_budget,
         ..CycleConfig::default()
     };
-    let mut cycle = LlmCycle::new(provider, config);
+    let mut cycle = LlmCycle::with_provider(provider, config);
 
     if let Some(prompt) = &args.prompt {
         let ok = turn(&mut cycle, prompt, &registry, &console).await;
@@ -86,8 +174,8 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "toolhost chat: {} tool(s), model {} at {}. Type a message; /exit or Ctrl-D to quit.",
             registry.len(),
-            args.model,
-            toolhost::tools::redact::scrub_urls(&args.base_url)
+            args.model.model,
+            toolhost::tools::redact::scrub_urls(&args.model.base_url)
         );
     }
     loop {
@@ -119,9 +207,54 @@ async fn turn(
     let mut stream = cycle.submit_stream_with_tools(prompt, registry);
     let mut out = std::io::stdout();
     let mut mid_line = false;
+    let live = std::io::stderr().is_terminal();
+    let mut progress_shown = false;
+    let mut usage: Option<(Usage, Usage)> = None;
+    let mut answer_usage = Usage::default();
     while let Some(ev) = stream.next().await {
         let _guard = console.lock().unwrap_or_else(|e| e.into_inner());
+        if progress_shown && !matches!(ev, Ok(StreamEvent::ToolExecutionProgress { .. })) {
+            if live {
+                // Clear the live line before anything else is printed.
+                eprint!("\r\x1b[2K");
+            }
+            progress_shown = false;
+        }
         match ev {
+            Ok(StreamEvent::ToolExecutionProgress {
+                name,
+                progress,
+                total,
+                message,
+                ..
+            }) => {
+                let line = progress_line(&name, progress, total, message.as_deref());
+                if live {
+                    eprint!("\r\x1b[2K{line}");
+                    let _ = std::io::stderr().flush();
+                } else {
+                    eprintln!("{line}");
+                }
+                progress_shown = live;
+            }
+            Ok(StreamEvent::Usage { turn, conversation }) => {
+                answer_usage.add(&turn);
+                usage = Some((answer_usage, conversation));
+            }
+            Ok(StreamEvent::Compacted(r)) => {
+                eprintln!(
+                    "  [history compacted: {} → {} tokens; {} result(s) replaced, {} message(s) dropped{}]",
+                    r.tokens_before,
+                    r.tokens_after,
+                    r.results_replaced,
+                    r.messages_dropped,
+                    if r.over_budget {
+                        "; still over the budget"
+                    } else {
+                        ""
+                    }
+                );
+            }
             Ok(StreamEvent::AssistantTextDelta { text }) => {
                 let _ = write!(out, "{}", super::term::text(&text));
                 let _ = out.flush();
@@ -166,7 +299,26 @@ async fn turn(
     if mid_line {
         let _ = writeln!(out);
     }
+    if let Some((answer, conversation)) = usage {
+        eprintln!(
+            "  [tokens: {} in, {} out; conversation {}]",
+            answer.prompt_tokens, answer.completion_tokens, conversation.total_tokens
+        );
+    }
     true
+}
+
+/// The live line of a running tool: `  … name 3/10 message`, escaped and cut (the
+/// name and message come from the tool).
+fn progress_line(name: &str, progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let amount = match total {
+        Some(t) if t > 0.0 => format!("{progress}/{t}"),
+        _ => format!("{progress}"),
+    };
+    let msg = message.map(|m| one_line(m, 80)).unwrap_or_default();
+    format!("  … {} {amount} {msg}", one_line(name, 40))
+        .trim_end()
+        .to_string()
 }
 
 /// Reads one line from stdin without blocking the runtime. `None` at EOF.
@@ -178,4 +330,50 @@ async fn read_line() -> std::io::Result<Option<String>> {
     })
     .await
     .map_err(std::io::Error::other)?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_progress_line_is_one_escaped_bounded_line() {
+        let evil = format!(
+            "\x1b]0;pwned\x07\u{202e}\r\nfake prompt> {}",
+            "x".repeat(500)
+        );
+        let line = progress_line(&evil, 3.0, Some(10.0), Some(&evil));
+        assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
+        assert!(!line.contains('\u{202e}'), "{line:?}");
+        assert!(line.chars().count() < 140, "{line}");
+        assert!(line.contains("3/10"));
+        assert_eq!(progress_line("fetch", 2.0, None, None), "  … fetch 2");
+    }
+
+    #[test]
+    fn the_provider_is_guessed_from_the_base_url() {
+        let args = |url: &str| ModelArgs {
+            base_url: url.into(),
+            model: "m".into(),
+            provider: None,
+            api_key_env: None,
+        };
+        assert_eq!(
+            args("https://api.anthropic.com").kind(),
+            ProviderKind::Anthropic
+        );
+        assert_eq!(
+            args("https://api.openai.com/v1").kind(),
+            ProviderKind::Openai
+        );
+        assert_eq!(
+            args("http://anthropic.com.evil.example/v1").kind(),
+            ProviderKind::Openai
+        );
+        let forced = ModelArgs {
+            provider: Some(ProviderKind::Anthropic),
+            ..args("http://127.0.0.1:8080")
+        };
+        assert_eq!(forced.kind(), ProviderKind::Anthropic);
+    }
 }

@@ -49,8 +49,9 @@ use crate::tools::permission::Permission;
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let registry = ToolRegistry::new();
 /// registry.register(Add.into_dyn()).unwrap();
-/// let inv = registry.invoke("add", serde_json::json!({"x": 2, "y": 3})).await;
+/// let inv = registry.invoke("add", serde_json::json!({"x": 2, "y": 3})).await.unwrap();
 /// assert_eq!(inv.output.unwrap().canonical, 5);
+/// assert!(registry.invoke("nope", serde_json::json!({})).await.is_err());
 /// # });
 /// ```
 pub trait Tool: Send + Sync + Sized + 'static {

@@ -288,7 +288,7 @@ async fn rotation_loses_and_splits_no_record() {
     let n = 60;
     for i in 0..n {
         let text = format!("record {i:03} {}", "x".repeat(i * 7));
-        let inv = reg.invoke("echo", json!({"text": text})).await;
+        let inv = reg.invoke_recorded("echo", json!({"text": text})).await;
         assert!(inv.is_ok());
     }
     let log = RotatingFile::open(&file, max, 100).unwrap();
@@ -325,21 +325,33 @@ async fn hostile_text_and_a_huge_argument_stay_one_json_line_each() {
     let (reg, _log) = audited(&file, 10 << 20, 1);
     // A result and an error that try to forge a record and drive a terminal.
     let forged = "ok\n{\"call_id\":\"forged\",\"ok\":true}\r\u{1b}]0;pwned\u{7}\u{0}\u{2028}end";
-    assert!(reg.invoke("echo", json!({"text": forged})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("echo", json!({"text": forged}))
+            .await
+            .is_ok()
+    );
     let failed = reg
-        .invoke("echo", json!({"text": forged, "fail": true}))
+        .invoke_recorded("echo", json!({"text": forged, "fail": true}))
         .await;
     assert!(!failed.is_ok());
     // A tool name made of control characters, and a 2 MB argument.
-    let _ = reg.invoke("bad\nname\u{1b}[2J", json!({})).await;
+    let _ = reg.invoke_recorded("bad\nname\u{1b}[2J", json!({})).await;
     let huge = "A".repeat(2 << 20);
-    assert!(reg.invoke("echo", json!({"text": huge})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("echo", json!({"text": huge}))
+            .await
+            .is_ok()
+    );
     // A call id of 100 000 bytes (an MCP request id may be any string).
     let long_id = ToolCall::with_id("i".repeat(100_000), "echo", json!({"text": "id"}));
     let inv = reg.invoke_call(long_id, &ToolContext::default()).await;
     assert!(inv.is_ok());
     // A good call afterwards.
-    assert!(reg.invoke("echo", json!({"text": "fine"})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("echo", json!({"text": "fine"}))
+            .await
+            .is_ok()
+    );
 
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text.lines().count(), 6, "one line per call");
@@ -430,7 +442,11 @@ async fn a_flood_of_calls_that_never_complete_stays_bounded() {
     let reg = ToolRegistry::new();
     reg.add_listener(log.clone());
     reg.register(echo()).unwrap();
-    assert!(reg.invoke("echo", json!({"text": "after"})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("echo", json!({"text": "after"}))
+            .await
+            .is_ok()
+    );
     let recs = records(std::slice::from_ref(&file));
     let last = recs.last().unwrap();
     assert!(last.ok && last.executed);
@@ -463,11 +479,15 @@ async fn a_call_whose_caller_gives_up_still_gets_a_record_and_leaves_nothing_pen
     reg.register(echo()).unwrap();
     // The caller stops waiting once the tool runs: the call's future is dropped.
     tokio::select! {
-        _ = reg.invoke("hang", json!({"token": "ghp_0123456789abcdefABCDEF0123456789abcd"})) => panic!("hang finished"),
+        _ = reg.invoke_recorded("hang", json!({"token": "ghp_0123456789abcdefABCDEF0123456789abcd"})) => panic!("hang finished"),
         _ = started_rx => {}
     }
     assert_eq!(log.pending(), 0, "an abandoned call stayed pending");
-    assert!(reg.invoke("echo", json!({"text": "next"})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("echo", json!({"text": "next"}))
+            .await
+            .is_ok()
+    );
     let recs = records(std::slice::from_ref(&file));
     assert_eq!(recs.len(), 2);
     assert_eq!(recs[0].tool, "hang");

@@ -64,7 +64,7 @@ fn registry() -> ToolRegistry {
 #[tokio::test]
 async fn blocks_pass_and_hostile_blocks_are_refused_with_typed_errors() {
     let r = registry();
-    let out = r.invoke("blocks", json!({})).await.output.unwrap();
+    let out = r.invoke_recorded("blocks", json!({})).await.output.unwrap();
     assert_eq!(out.content.len(), 2);
     assert_eq!(
         out.render,
@@ -72,7 +72,7 @@ async fn blocks_pass_and_hostile_blocks_are_refused_with_typed_errors() {
     );
 
     let e = r
-        .invoke("blocks", json!({"kind": "many"}))
+        .invoke_recorded("blocks", json!({"kind": "many"}))
         .await
         .output
         .unwrap_err();
@@ -81,7 +81,7 @@ async fn blocks_pass_and_hostile_blocks_are_refused_with_typed_errors() {
         "{e}"
     );
     let e = r
-        .invoke("blocks", json!({"kind": "huge"}))
+        .invoke_recorded("blocks", json!({"kind": "huge"}))
         .await
         .output
         .unwrap_err();
@@ -90,7 +90,7 @@ async fn blocks_pass_and_hostile_blocks_are_refused_with_typed_errors() {
         "{e}"
     );
     let e = r
-        .invoke("blocks", json!({"kind": "bad64"}))
+        .invoke_recorded("blocks", json!({"kind": "bad64"}))
         .await
         .output
         .unwrap_err();
@@ -99,7 +99,7 @@ async fn blocks_pass_and_hostile_blocks_are_refused_with_typed_errors() {
         "{e}"
     );
     let e = r
-        .invoke("blocks", json!({"kind": "badmime"}))
+        .invoke_recorded("blocks", json!({"kind": "badmime"}))
         .await
         .output
         .unwrap_err();
@@ -108,14 +108,14 @@ async fn blocks_pass_and_hostile_blocks_are_refused_with_typed_errors() {
         "{e}"
     );
     // The same tool still answers a good call.
-    assert!(r.invoke("blocks", json!({})).await.output.is_ok());
+    assert!(r.invoke_recorded("blocks", json!({})).await.output.is_ok());
 }
 
 #[tokio::test]
 async fn a_canonical_value_that_breaks_the_output_schema_is_withheld() {
     let r = registry();
     let e = r
-        .invoke("weather", json!({"kind": "bad"}))
+        .invoke_recorded("weather", json!({"kind": "bad"}))
         .await
         .output
         .unwrap_err();
@@ -123,7 +123,11 @@ async fn a_canonical_value_that_breaks_the_output_schema_is_withheld() {
         matches!(&e, ToolError::ExecutionFailed(n, m) if n == "weather" && m.contains("output schema") && m.contains("/temperature")),
         "{e}"
     );
-    let out = r.invoke("weather", json!({})).await.output.unwrap();
+    let out = r
+        .invoke_recorded("weather", json!({}))
+        .await
+        .output
+        .unwrap();
     assert_eq!(out.canonical, json!({"temperature": 22}));
 }
 

@@ -31,7 +31,7 @@ async fn context_values_flow_in_and_result_values_flow_out() {
     assert_eq!(inv.output.as_ref().unwrap().render, "used 3");
     assert_eq!(inv.extensions.get::<RowsScanned>(), Some(&RowsScanned(42)));
     // Without the value the tool gets a clear error.
-    let inv = reg.invoke("authed", json!({})).await;
+    let inv = reg.invoke_recorded("authed", json!({})).await;
     assert!(inv.output.unwrap_err().to_string().contains("ApiToken"));
 }
 

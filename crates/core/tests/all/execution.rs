@@ -154,7 +154,7 @@ async fn a_sleeping_tool_times_out_and_sees_cancellation() {
         },
     )
     .unwrap();
-    let inv = reg.invoke("sleepy", json!({})).await;
+    let inv = reg.invoke_recorded("sleepy", json!({})).await;
     match inv.output {
         Err(ToolError::Timeout(name, d)) => {
             assert_eq!((name.as_str(), d), ("sleepy", Duration::from_millis(200)));
@@ -176,7 +176,7 @@ async fn a_sleeping_tool_times_out_and_sees_cancellation() {
     )
     .unwrap();
     assert!(matches!(
-        reg2.invoke("sleepy2", json!({})).await.output,
+        reg2.invoke_recorded("sleepy2", json!({})).await.output,
         Err(ToolError::Timeout(..))
     ));
 }
@@ -218,14 +218,14 @@ async fn a_panicking_tool_becomes_an_error_and_others_still_work() {
     .unwrap();
     reg.register(counting_tool("echo", vec![], Arc::default()))
         .unwrap();
-    let inv = reg.invoke("boom", json!({})).await;
+    let inv = reg.invoke_recorded("boom", json!({})).await;
     let err = inv.output.unwrap_err();
     assert!(
         err.to_string().contains("kaboom") && err.is_recoverable(),
         "{err}"
     );
     assert!(
-        reg.invoke("echo", json!({"text": "still fine"}))
+        reg.invoke_recorded("echo", json!({"text": "still fine"}))
             .await
             .is_ok()
     );
@@ -244,7 +244,7 @@ async fn long_results_are_truncated_head_and_tail_with_a_marker() {
             .build_dyn(),
     )
     .unwrap();
-    let inv = reg.invoke("big", json!({})).await;
+    let inv = reg.invoke_recorded("big", json!({})).await;
     assert!(inv.truncated);
     let out = inv.output.unwrap();
     assert!(out.render.starts_with("00000\n00001\n"));
@@ -279,7 +279,7 @@ async fn registry_changes_while_calls_are_in_flight() {
     .unwrap();
     let inflight = tokio::spawn({
         let reg = reg.clone();
-        async move { reg.invoke("slow_v1", json!({})).await }
+        async move { reg.invoke_recorded("slow_v1", json!({})).await }
     });
     entered.notified().await;
     // Mutate through another clone of the handle while the call is running.
@@ -289,10 +289,14 @@ async fn registry_changes_while_calls_are_in_flight() {
         .register(counting_tool("newcomer", vec![], Arc::default()))
         .unwrap();
     assert!(matches!(
-        reg.invoke("slow_v1", json!({})).await.output,
+        reg.invoke_recorded("slow_v1", json!({})).await.output,
         Err(ToolError::NotFound(_))
     ));
-    assert!(reg.invoke("newcomer", json!({"text": "n"})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("newcomer", json!({"text": "n"}))
+            .await
+            .is_ok()
+    );
     gate.notify_one();
     let done = inflight.await.unwrap();
     assert_eq!(
@@ -358,7 +362,7 @@ async fn a_call_waiting_for_a_slot_past_the_caller_deadline_times_out_without_ru
     // The only slot is held by a call that sleeps until its own 10 s timeout.
     let busy = tokio::spawn({
         let reg = reg.clone();
-        async move { reg.invoke("hour", json!({})).await }
+        async move { reg.invoke_recorded("hour", json!({})).await }
     });
     tokio::task::yield_now().await;
     let ctx = ToolContext::default()
@@ -374,7 +378,11 @@ async fn a_call_waiting_for_a_slot_past_the_caller_deadline_times_out_without_ru
     assert_eq!(runs.load(Ordering::SeqCst), 0, "it never ran");
     busy.await.unwrap();
     // With the slot free again, the same tool runs.
-    assert!(reg.invoke("counted", json!({"text": "x"})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("counted", json!({"text": "x"}))
+            .await
+            .is_ok()
+    );
 }
 
 #[tokio::test]
@@ -409,6 +417,6 @@ async fn the_caller_result_limit_applies_when_tighter_and_errors_are_bounded_too
     assert!(text.contains("truncated"), "{text}");
     assert!(matches!(err.output, Err(ToolError::ExecutionFailed(..))));
     // Without a caller limit, the registry's own (20 000 bytes) applies.
-    let ok = reg.invoke("long", json!({})).await;
+    let ok = reg.invoke_recorded("long", json!({})).await;
     assert!(ok.truncated && ok.model_text().len() > 10_000);
 }

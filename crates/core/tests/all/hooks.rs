@@ -97,7 +97,7 @@ async fn the_first_deny_of_the_chain_wins_and_later_hooks_are_not_asked() {
     let mut events = reg.subscribe();
     let mark = dir.path().join("a");
     let inv = reg
-        .invoke("touch", json!({"path": mark.to_str().unwrap()}))
+        .invoke_recorded("touch", json!({"path": mark.to_str().unwrap()}))
         .await;
     let err = inv.output.unwrap_err();
     assert!(matches!(err, ToolError::PermissionDenied(..)), "{err:?}");
@@ -141,7 +141,7 @@ async fn a_panicking_hook_denies_and_disturbs_nothing_else() {
         .unwrap();
     let boom = dir.path().join("boom");
     let inv = reg
-        .invoke("touch", json!({"path": boom.to_str().unwrap()}))
+        .invoke_recorded("touch", json!({"path": boom.to_str().unwrap()}))
         .await;
     let err = inv.output.unwrap_err();
     assert!(
@@ -152,7 +152,7 @@ async fn a_panicking_hook_denies_and_disturbs_nothing_else() {
     // Good call afterwards.
     let ok = dir.path().join("ok");
     let inv = reg
-        .invoke("touch", json!({"path": ok.to_str().unwrap()}))
+        .invoke_recorded("touch", json!({"path": ok.to_str().unwrap()}))
         .await;
     assert!(inv.is_ok(), "{:?}", inv.output);
     assert!(ok.exists());
@@ -169,13 +169,13 @@ async fn deny_paths_stops_a_hostile_path_and_lets_a_good_one_through() {
         .unwrap();
     // The model tries to sneak in with `..` and `.` segments.
     let sneaky = format!("{}/public/../secret/./planted", dir.path().display());
-    let inv = reg.invoke("touch", json!({"path": sneaky})).await;
+    let inv = reg.invoke_recorded("touch", json!({"path": sneaky})).await;
     let err = inv.output.unwrap_err().to_string();
     assert!(err.contains("deny_paths"), "{err}");
     assert!(!secret.join("planted").exists());
     let good = dir.path().join("fine");
     let inv = reg
-        .invoke("touch", json!({"path": good.to_str().unwrap()}))
+        .invoke_recorded("touch", json!({"path": good.to_str().unwrap()}))
         .await;
     assert!(inv.is_ok(), "{:?}", inv.output);
     assert!(good.exists());
@@ -263,11 +263,11 @@ async fn allow_always_covers_matching_arguments_and_deny_gives_its_reason() {
     let mut events = reg.subscribe();
     let at = |p: &str| json!({"path": format!("{tmp}/{p}")});
 
-    assert!(reg.invoke("wipe", at("scratch/1")).await.is_ok());
-    assert!(reg.invoke("wipe", at("scratch/2")).await.is_ok());
+    assert!(reg.invoke_recorded("wipe", at("scratch/1")).await.is_ok());
+    assert!(reg.invoke_recorded("wipe", at("scratch/2")).await.is_ok());
     assert_eq!(approver.asked(), 1, "the matching call was asked again");
     // Outside the pattern: asked, and denied with the approver's reason.
-    let inv = reg.invoke("wipe", at("elsewhere")).await;
+    let inv = reg.invoke_recorded("wipe", at("elsewhere")).await;
     let err = inv.output.unwrap_err().to_string();
     assert!(err.contains("not outside the scratch folder"), "{err}");
     assert_eq!(approver.asked(), 2);
@@ -293,5 +293,10 @@ async fn allow_always_covers_matching_arguments_and_deny_gives_its_reason() {
     );
     // A reset forgets the rule.
     reg.reset_approvals();
-    assert!(reg.invoke("wipe", at("scratch/3")).await.output.is_err());
+    assert!(
+        reg.invoke_recorded("wipe", at("scratch/3"))
+            .await
+            .output
+            .is_err()
+    );
 }

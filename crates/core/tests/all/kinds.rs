@@ -92,9 +92,9 @@ async fn three_kinds_of_tools_register_and_run_by_name() {
     assert_eq!(out.render, "Beijing: 22 °C");
     assert_eq!(w.call_id, "c1");
 
-    let a = reg.invoke("add", json!({"x": 2, "y": 3})).await;
+    let a = reg.invoke_recorded("add", json!({"x": 2, "y": 3})).await;
     assert_eq!(a.output.unwrap().canonical, json!({"sum": 5}));
-    let e = reg.invoke("echo", json!({"text": "hi"})).await;
+    let e = reg.invoke_recorded("echo", json!({"text": "hi"})).await;
     assert_eq!(e.output.unwrap().render, "hi");
 }
 

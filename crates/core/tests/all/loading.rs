@@ -25,10 +25,10 @@ async fn a_call_waits_for_a_tool_that_is_still_loading() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(guard);
     });
-    let inv = reg.invoke("echo", json!({"text": "hi"})).await;
+    let inv = reg.invoke_recorded("echo", json!({"text": "hi"})).await;
     assert_eq!(inv.output.unwrap().canonical, json!("hi"));
     // Another unknown name waits until the load is over, then is not found.
-    let inv = reg.invoke("nope", json!({})).await;
+    let inv = reg.invoke_recorded("nope", json!({})).await;
     assert!(matches!(inv.output, Err(ToolError::NotFound(_))), "{inv:?}");
     loader.await.unwrap();
     assert!(!reg.is_loading());
@@ -41,9 +41,12 @@ async fn without_pending_loads_an_unknown_tool_fails_at_once() {
     {
         let _done = reg.begin_loading();
     }
-    let inv = tokio::time::timeout(Duration::from_secs(5), reg.invoke("nope", json!({})))
-        .await
-        .expect("no wait without a pending load");
+    let inv = tokio::time::timeout(
+        Duration::from_secs(5),
+        reg.invoke_recorded("nope", json!({})),
+    )
+    .await
+    .expect("no wait without a pending load");
     assert!(matches!(inv.output, Err(ToolError::NotFound(_))), "{inv:?}");
 }
 

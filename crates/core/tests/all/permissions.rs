@@ -28,7 +28,7 @@ async fn permission_checker_runs_before_execution() {
     .unwrap();
     let mut events = reg.subscribe();
 
-    let inv = reg.invoke("writer", json!({"text": "x"})).await;
+    let inv = reg.invoke_recorded("writer", json!({"text": "x"})).await;
     assert!(matches!(inv.output, Err(ToolError::PermissionDenied(..))));
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert!(!inv.output.unwrap_err().is_recoverable());
@@ -44,7 +44,11 @@ async fn permission_checker_runs_before_execution() {
         ToolEvent::Completed { ok: false, .. }
     ));
 
-    assert!(reg.invoke("reader", json!({"text": "x"})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("reader", json!({"text": "x"}))
+            .await
+            .is_ok()
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
@@ -68,7 +72,7 @@ async fn destructive_tool_without_approver_never_runs() {
     let reg = ToolRegistry::new();
     reg.register(destructive_file_tool("rm_rf")).unwrap();
     let inv = reg
-        .invoke("rm_rf", json!({"path": mark.to_str().unwrap()}))
+        .invoke_recorded("rm_rf", json!({"path": mark.to_str().unwrap()}))
         .await;
     let err = inv.output.unwrap_err();
     assert!(matches!(err, ToolError::PermissionDenied(..)), "{err:?}");
@@ -107,7 +111,9 @@ async fn approver_deny_once_and_always() {
     let mut events = reg.subscribe();
     let path = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
 
-    let denied = reg.invoke("rm_rf", json!({"path": path("a")})).await;
+    let denied = reg
+        .invoke_recorded("rm_rf", json!({"path": path("a")}))
+        .await;
     assert!(
         denied
             .output
@@ -117,18 +123,18 @@ async fn approver_deny_once_and_always() {
     );
     assert!(!dir.path().join("a").exists());
     assert!(
-        reg.invoke("rm_rf", json!({"path": path("b")}))
+        reg.invoke_recorded("rm_rf", json!({"path": path("b")}))
             .await
             .is_ok()
     );
     assert!(
-        reg.invoke("rm_rf", json!({"path": path("c")}))
+        reg.invoke_recorded("rm_rf", json!({"path": path("c")}))
             .await
             .is_ok()
     );
     // "Allow always" is remembered: the approver is not asked again.
     assert!(
-        reg.invoke("rm_rf", json!({"path": path("d")}))
+        reg.invoke_recorded("rm_rf", json!({"path": path("d")}))
             .await
             .is_ok()
     );
@@ -152,7 +158,9 @@ async fn approver_deny_once_and_always() {
     );
     // After a reset the approver is asked again; a panicking approver counts as a denial.
     reg.reset_approvals();
-    let inv = reg.invoke("rm_rf", json!({"path": path("e")})).await;
+    let inv = reg
+        .invoke_recorded("rm_rf", json!({"path": path("e")}))
+        .await;
     assert!(matches!(inv.output, Err(ToolError::PermissionDenied(..))));
     assert_eq!(approver.asked.load(Ordering::SeqCst), 4);
     assert!(!dir.path().join("e").exists());

@@ -95,7 +95,7 @@ async fn unregister_get_list_and_definitions() {
         json!({"type": "function", "function": {"name": "a_tool",
             "description": "Echo the text back and count the call", "parameters": obj_schema()}})
     );
-    let inv = reg.invoke("b_tool", json!({"text": "x"})).await;
+    let inv = reg.invoke_recorded("b_tool", json!({"text": "x"})).await;
     assert!(matches!(inv.output, Err(ToolError::NotFound(ref n)) if n == "b_tool"));
 }
 
@@ -173,10 +173,31 @@ async fn stats_count_calls_failures_and_time() {
     let reg = ToolRegistry::new();
     reg.register(counting_tool("echo", vec![], Arc::default()))
         .unwrap();
-    reg.invoke("echo", json!({"text": "a"})).await;
-    reg.invoke("echo", json!({"text": "b"})).await;
-    reg.invoke("echo", json!({"nope": 1})).await;
+    reg.invoke_recorded("echo", json!({"text": "a"})).await;
+    reg.invoke_recorded("echo", json!({"text": "b"})).await;
+    reg.invoke_recorded("echo", json!({"nope": 1})).await;
     let s = reg.entry("echo").unwrap().stats();
     assert_eq!((s.calls, s.failures), (3, 1));
     assert!(s.total_duration >= s.mean_duration && s.mean_duration > Duration::ZERO);
+}
+
+#[tokio::test]
+async fn invoke_is_err_not_found_for_an_unknown_name_and_ok_otherwise() {
+    let reg = ToolRegistry::new();
+    reg.register(Add.into_dyn()).unwrap();
+    // Found: Ok, with the tool's result (or its error) in the invocation.
+    let inv = reg.invoke("add", json!({"x": 2, "y": 3})).await.unwrap();
+    assert_eq!(inv.output.unwrap().canonical, json!({"sum": 5}));
+    let inv = reg.invoke("add", json!({"x": "two"})).await.unwrap();
+    assert!(matches!(inv.output, Err(ToolError::InvalidArguments(..))));
+    // Not found: Err, so `invoke(..).await?` stops there.
+    let err = reg.invoke("nope", json!({})).await.err();
+    assert!(
+        matches!(err, Some(ToolError::NotFound(ref n)) if n == "nope"),
+        "{err:?}"
+    );
+    // The recording form keeps the attempt as an invocation.
+    let inv = reg.invoke_recorded("nope", json!({})).await;
+    assert!(matches!(inv.output, Err(ToolError::NotFound(_))));
+    assert_eq!(inv.tool_name, "nope");
 }

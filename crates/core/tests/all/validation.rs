@@ -32,7 +32,7 @@ async fn invalid_arguments_give_a_path_and_reason_and_never_run() {
     .unwrap();
 
     let inv = reg
-        .invoke("typed", json!({"name": "x", "count": "three"}))
+        .invoke_recorded("typed", json!({"name": "x", "count": "three"}))
         .await;
     let msg = match inv.output {
         Err(ToolError::InvalidArguments(t, m)) => {
@@ -44,13 +44,13 @@ async fn invalid_arguments_give_a_path_and_reason_and_never_run() {
     assert!(msg.contains("'/count'") && msg.contains("integer"), "{msg}");
 
     let inv = reg
-        .invoke("typed", json!({"count": 0, "extra": true}))
+        .invoke_recorded("typed", json!({"count": 0, "extra": true}))
         .await;
     let msg = inv.output.unwrap_err().to_string();
     assert!(msg.contains("top level") && msg.contains("name"), "{msg}");
     assert!(msg.contains("'/count'"), "{msg}");
     assert!(
-        reg.invoke("typed", json!("not an object"))
+        reg.invoke_recorded("typed", json!("not an object"))
             .await
             .output
             .is_err()
@@ -61,6 +61,10 @@ async fn invalid_arguments_give_a_path_and_reason_and_never_run() {
         "the tool must never run on invalid arguments"
     );
 
-    assert!(reg.invoke("typed", json!({"name": "ok"})).await.is_ok());
+    assert!(
+        reg.invoke_recorded("typed", json!({"name": "ok"}))
+            .await
+            .is_ok()
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }

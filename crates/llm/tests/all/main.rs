@@ -5,7 +5,10 @@
 //! Only the model's choices are scripted; the provider, the loop, the registry pipeline
 //! and the tools are the real ones.
 
+mod anthropic;
+mod eval;
 mod fakellm;
+mod history;
 mod scripted;
 mod support;
 mod wasm;

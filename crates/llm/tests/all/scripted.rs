@@ -229,6 +229,7 @@ async fn streaming_joins_split_arguments_and_orders_events_as_documented() -> an
             StreamEvent::ToolExecutionCompleted { id, output, .. } => {
                 format!("completed {id} {output:?}")
             }
+            other => format!("{other:?}"),
         })
         .collect();
     assert_eq!(

@@ -15,7 +15,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use futures::stream;
+use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use toolhost_core::tools::{DynamicTool, ToolContext, ToolOutput};
 use toolhost_llm::ChatMessage;
@@ -33,12 +33,15 @@ pub enum Reply {
     Sse(Vec<String>),
     /// An error status with extra headers and a body.
     Status(u16, Vec<(&'static str, String)>, String),
+    /// An SSE answer that sends this frame again and again, never ending.
+    SseForever(String),
 }
 
 #[derive(Default)]
 struct ServerState {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Value>>,
+    headers: Mutex<Vec<HeaderMap>>,
 }
 
 /// A local model server that answers each request with the next scripted reply and
@@ -62,9 +65,11 @@ impl Scripted {
         let state = Arc::new(ServerState {
             replies: Mutex::new(replies.into()),
             requests: Mutex::new(Vec::new()),
+            headers: Mutex::new(Vec::new()),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
+            .route("/v1/messages", post(handle))
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let addr = listener.local_addr()?;
@@ -87,13 +92,29 @@ impl Scripted {
             .unwrap_or_default()
     }
 
+    /// The request headers received so far.
+    pub fn headers(&self) -> Vec<HeaderMap> {
+        self.state
+            .headers
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    }
+
     /// How many scripted replies are left.
     pub fn remaining(&self) -> usize {
         self.state.replies.lock().map(|r| r.len()).unwrap_or(0)
     }
 }
 
-async fn handle(State(state): State<Arc<ServerState>>, body: axum::body::Bytes) -> Response {
+async fn handle(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Ok(mut h) = state.headers.lock() {
+        h.push(headers);
+    }
     let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if let Ok(mut r) = state.requests.lock() {
         r.push(value);
@@ -111,6 +132,14 @@ async fn handle(State(state): State<Arc<ServerState>>, body: axum::body::Bytes) 
             }
             let code = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (code, h, body).into_response()
+        }
+        Some(Reply::SseForever(frame)) => {
+            let frames = stream::repeat(frame)
+                .map(|f| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(f)));
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(frames))
+                .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
         }
         Some(Reply::Sse(frames)) => {
             let frames = stream::iter(

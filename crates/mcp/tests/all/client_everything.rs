@@ -39,12 +39,14 @@ async fn stdio_lists_calls_and_registers_get_sum() {
             server: "everything".into()
         }
     );
-    let inv = registry.invoke("get-sum", json!({"a": 40, "b": 2})).await;
+    let inv = registry
+        .invoke_recorded("get-sum", json!({"a": 40, "b": 2}))
+        .await;
     let out = inv.output.unwrap();
     assert!(out.render.contains("42"), "{}", out.render);
 
     // Validation happens before the server sees anything.
-    let bad = registry.invoke("get-sum", json!({"a": "x"})).await;
+    let bad = registry.invoke_recorded("get-sum", json!({"a": "x"})).await;
     assert_eq!(bad.output.unwrap_err().kind(), "invalid_arguments");
     client.close().await.unwrap();
 }
@@ -118,7 +120,7 @@ async fn streamable_http_mode() {
     let reg = client.register_into(&registry).await.unwrap();
     assert!(reg.names.contains(&"get-sum".to_string()));
     let out = registry
-        .invoke("get-sum", json!({"a": 20, "b": 22}))
+        .invoke_recorded("get-sum", json!({"a": 20, "b": 22}))
         .await
         .output
         .unwrap();

@@ -243,10 +243,14 @@ async fn registry_gets_namespaced_collisions_permissions_and_list_changed_update
     assert!(reg.names.contains(&"hang".to_string()));
 
     // Both tools work, each under its name.
-    let native = registry.invoke("echo", json!({})).await.output.unwrap();
+    let native = registry
+        .invoke_recorded("echo", json!({}))
+        .await
+        .output
+        .unwrap();
     assert_eq!(native.render, "native");
     let remote = registry
-        .invoke("misbehaving__echo", json!({"text": "hi"}))
+        .invoke_recorded("misbehaving__echo", json!({"text": "hi"}))
         .await
         .output
         .unwrap();
@@ -258,12 +262,12 @@ async fn registry_gets_namespaced_collisions_permissions_and_list_changed_update
     let c = registry.entry("crash").unwrap();
     assert_eq!(c.permissions(), &[Permission::Delete]);
     // ... which the policy acts on: destructive without an approver is denied, unrun.
-    let denied = registry.invoke("crash", json!({})).await;
+    let denied = registry.invoke_recorded("crash", json!({})).await;
     assert_eq!(denied.output.unwrap_err().kind(), "permission_denied");
     assert_eq!(client.reconnect_count(), 0);
 
     // `change` is not annotated: unrated, it needs an approval (none here), unrun.
-    let unrated = registry.invoke("change", json!({})).await;
+    let unrated = registry.invoke_recorded("change", json!({})).await;
     assert_eq!(unrated.output.unwrap_err().kind(), "permission_denied");
     assert!(!registry.contains("extra"));
     assert_eq!(
@@ -275,7 +279,11 @@ async fn registry_gets_namespaced_collisions_permissions_and_list_changed_update
     registry.set_approver(Some(std::sync::Arc::new(StaticApprover(
         ApprovalDecision::AllowOnce,
     ))));
-    registry.invoke("change", json!({})).await.output.unwrap();
+    registry
+        .invoke_recorded("change", json!({}))
+        .await
+        .output
+        .unwrap();
     assert!(
         eventually(|| registry.contains("extra")).await,
         "{:?}",

@@ -34,7 +34,7 @@ async fn filesystem_server_reads_a_file_through_the_registry() {
             .contains(&Permission::Read)
     );
     let out = registry
-        .invoke("read_text_file", json!({"path": file.to_str().unwrap()}))
+        .invoke_recorded("read_text_file", json!({"path": file.to_str().unwrap()}))
         .await
         .output
         .unwrap();
@@ -42,7 +42,7 @@ async fn filesystem_server_reads_a_file_through_the_registry() {
 
     // Outside the allowed directory: the server refuses, as a tool error.
     let outside = registry
-        .invoke("read_text_file", json!({"path": "/etc/hostname"}))
+        .invoke_recorded("read_text_file", json!({"path": "/etc/hostname"}))
         .await;
     let err = outside.output.unwrap_err();
     assert!(err.is_recoverable(), "{err:?}");

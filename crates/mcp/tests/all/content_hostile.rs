@@ -41,7 +41,11 @@ async fn hostile_registry() -> (ToolRegistry, McpClient) {
 }
 
 async fn good_call_works(registry: &ToolRegistry) {
-    let out = registry.invoke("good", json!({})).await.output.unwrap();
+    let out = registry
+        .invoke_recorded("good", json!({}))
+        .await
+        .output
+        .unwrap();
     assert_eq!(out.canonical, json!({"n": 1}));
     assert_eq!(out.content.len(), 2);
     assert!(
@@ -58,7 +62,13 @@ async fn hostile_content_gets_typed_errors_in_the_registry() {
 
     let err = |name: &'static str| {
         let registry = registry.clone();
-        async move { registry.invoke(name, json!({})).await.output.unwrap_err() }
+        async move {
+            registry
+                .invoke_recorded(name, json!({}))
+                .await
+                .output
+                .unwrap_err()
+        }
     };
     let e = err("bad_base64").await;
     assert!(
@@ -104,7 +114,11 @@ async fn hostile_content_gets_typed_errors_in_the_registry() {
             .icons
             .is_empty()
     );
-    let ok = registry.invoke("js_icon", json!({})).await.output.unwrap();
+    let ok = registry
+        .invoke_recorded("js_icon", json!({}))
+        .await
+        .output
+        .unwrap();
     assert_eq!(ok.render, "ok");
 
     good_call_works(&registry).await;

@@ -69,7 +69,27 @@ impl Drop for Unfinished<'_> {
 
 impl ToolRegistry {
     /// Invokes a tool by name with a default context and a generated call id.
-    pub async fn invoke(&self, name: &str, args: Value) -> ToolInvocation {
+    ///
+    /// A name no tool has (after waiting for tools still loading) is
+    /// `Err(ToolError::NotFound)`; anything else is `Ok` with the invocation, whose
+    /// `output` holds the tool's result or error: `registry.invoke(name, args).await?`.
+    /// Every attempt is recorded either way (stats, audit trail); use
+    /// [`ToolRegistry::invoke_recorded`] to get the record of a failed lookup too.
+    pub async fn invoke(&self, name: &str, args: Value) -> Result<ToolInvocation, ToolError> {
+        let inv = self.invoke_recorded(name, args).await;
+        if matches!(inv.output, Err(ToolError::NotFound(_))) {
+            return Err(inv
+                .output
+                .err()
+                .unwrap_or_else(|| ToolError::NotFound(name.to_string())));
+        }
+        Ok(inv)
+    }
+
+    /// Like [`ToolRegistry::invoke`], but always returns the invocation record, a failed
+    /// lookup included (`output: Err(ToolError::NotFound)`): for callers that keep a
+    /// record of every attempt.
+    pub async fn invoke_recorded(&self, name: &str, args: Value) -> ToolInvocation {
         self.invoke_call(ToolCall::new(name, args), &ToolContext::default())
             .await
     }

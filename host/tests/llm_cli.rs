@@ -1,0 +1,378 @@
+//! `toolhost chat --provider anthropic` and `toolhost eval` end to end: the real binary,
+//! the real calc plugin, and a scripted model server on 127.0.0.1 (only the model's
+//! answers are scripted).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+/// One request the scripted server received: path, headers (lowercased names), body.
+type Seen = Arc<Mutex<Vec<(String, Vec<(String, String)>, Value)>>>;
+
+/// Serves the answers in order (`(content type, body)`), one per connection, closing
+/// each; records every request.
+fn scripted(answers: Vec<(&'static str, String)>) -> (String, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen: Seen = Arc::default();
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for (answer, conn) in answers.into_iter().zip(listener.incoming()) {
+            let Ok(mut conn) = conn else { return };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+            let mut headers = Vec::new();
+            let mut len = 0usize;
+            loop {
+                line.clear();
+                reader.read_line(&mut line).unwrap();
+                let l = line.trim_end();
+                if l.is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = l.split_once(':') {
+                    let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
+                    if k == "content-length" {
+                        len = v.parse().unwrap_or(0);
+                    }
+                    headers.push((k, v));
+                }
+            }
+            let mut body = vec![0u8; len];
+            reader.read_exact(&mut body).unwrap();
+            log.lock().unwrap().push((
+                path,
+                headers,
+                serde_json::from_slice(&body).unwrap_or(Value::Null),
+            ));
+            let (kind, text) = answer;
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\nconnection: close\r\n\r\n{text}"
+            );
+        }
+    });
+    (format!("http://{addr}"), seen)
+}
+
+fn work() -> Option<tempfile::TempDir> {
+    let built = toolhost_testkit::built_plugins(&["calc.wasm"])?;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(
+        built.join("calc.wasm"),
+        dir.path().join("plugins/calc.wasm"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "").unwrap();
+    Some(dir)
+}
+
+fn toolhost(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir)
+        .args(args)
+        .arg("--config")
+        .arg(dir.join("toolhost.toml"))
+        .arg("--plugins")
+        .arg(dir.join("plugins"))
+        .arg("--no-audit")
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("ANTHROPIC_API_KEY", "sk-ant-cli-test")
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("TOOLHOST_LLM_PROVIDER")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn sse(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+        .collect()
+}
+
+#[test]
+fn chat_speaks_anthropic_and_reports_tokens() {
+    let Some(dir) = work() else { return };
+    let start = json!({"type": "message_start", "message": {"id": "m", "type": "message",
+        "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+        "usage": {"input_tokens": 40, "output_tokens": 1}}});
+    let turn1 = sse(&[
+        start.clone(),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"x\": 40,"}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": " \"y\": 2}"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 10}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let turn2 = sse(&[
+        start,
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "The sum is 42."}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let (base, seen) = scripted(vec![
+        ("text/event-stream", turn1),
+        ("text/event-stream", turn2),
+    ]);
+    let out = toolhost(
+        dir.path(),
+        &[
+            "chat",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &base,
+            "--model",
+            "claude-test",
+            "--prompt",
+            "What is 40 + 2?",
+        ],
+    );
+    let shown = toolhost_testkit::show(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("The sum is 42."),
+        "{shown}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[tokens: 80 in, 15 out; conversation 95]"),
+        "{shown}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    let (path, headers, first) = &seen[0];
+    assert_eq!(path, "/v1/messages");
+    let header = |k: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(header("x-api-key"), Some("sk-ant-cli-test"));
+    assert_eq!(header("anthropic-version"), Some("2023-06-01"));
+    assert!(header("authorization").is_none());
+    assert!(
+        first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "add")
+    );
+    let results: Vec<&Value> = seen[1].2["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().iter())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["tool_use_id"], "toolu_1");
+    assert_eq!(results[0]["is_error"], false);
+    assert!(results[0]["content"].as_str().unwrap().contains("42"));
+}
+
+fn openai_call(name: &str, args: &str) -> String {
+    json!({"id": "c", "object": "chat.completion", "model": "m", "choices": [{"index": 0,
+        "message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": name, "arguments": args}}]},
+        "finish_reason": "tool_calls"}]})
+    .to_string()
+}
+
+fn openai_text(text: &str) -> String {
+    json!({"id": "c", "object": "chat.completion", "model": "m", "choices": [{"index": 0,
+        "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+    .to_string()
+}
+
+/// An OpenAI stream calling one tool.
+fn openai_sse_call(name: &str, args: &str) -> (&'static str, String) {
+    let chunk = |delta: Value, finish: Value| {
+        let c = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {c}\n\n")
+    };
+    let body = [
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": name, "arguments": args}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+        "data: [DONE]\n\n".to_string(),
+    ]
+    .concat();
+    ("text/event-stream", body)
+}
+
+/// An OpenAI stream answering with text.
+fn openai_sse_text(text: &str) -> (&'static str, String) {
+    let c = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
+    (
+        "text/event-stream",
+        format!("data: {c}\n\ndata: [DONE]\n\n"),
+    )
+}
+
+const CASES: &str = r#"
+[[case]]
+name = "adds"
+prompt = "What is 40 + 2?"
+expect_tool = "add"
+args = { x = 40, y = 2 }
+
+[[case]]
+name = "no tool for greetings"
+prompt = "Hello"
+"#;
+
+#[test]
+fn eval_passes_and_a_regression_exits_non_zero() {
+    let Some(dir) = work() else { return };
+    let cases = dir.path().join("cases.toml");
+    std::fs::write(&cases, CASES).unwrap();
+    let run = |answers: Vec<(&'static str, String)>| {
+        let (base, _seen) = scripted(answers);
+        let url = format!("{base}/v1");
+        toolhost(
+            dir.path(),
+            &[
+                "eval",
+                cases.to_str().unwrap(),
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+            ],
+        )
+    };
+    let json = "application/json";
+    let good = run(vec![
+        (json, openai_call("add", r#"{"x": 40, "y": 2}"#)),
+        (json, openai_text("42")),
+        (json, openai_text("Hello!")),
+    ]);
+    let shown = toolhost_testkit::show(&good);
+    assert!(good.status.success(), "{shown}");
+    let stdout = String::from_utf8_lossy(&good.stdout);
+    assert!(
+        stdout.contains("PASS adds") && stdout.contains("2 of 2 case(s) passed"),
+        "{shown}"
+    );
+
+    // The model now picks the wrong arguments for the first case and a tool for the
+    // second: both fail, and the exit status says so.
+    let bad = run(vec![
+        (json, openai_call("add", r#"{"x": 4, "y": 2}"#)),
+        (json, openai_text("6")),
+        (json, openai_call("add", r#"{"x": 1, "y": 1}"#)),
+        (json, openai_text("2")),
+    ]);
+    let shown = toolhost_testkit::show(&bad);
+    assert_eq!(bad.status.code(), Some(1), "{shown}");
+    let stdout = String::from_utf8_lossy(&bad.stdout);
+    assert!(stdout.contains("FAIL adds"), "{shown}");
+    assert!(
+        stdout.contains("argument 'x' should be 40, it is 4"),
+        "{shown}"
+    );
+    assert!(stdout.contains("FAIL no tool for greetings"), "{shown}");
+    assert!(stdout.contains("0 of 2 case(s) passed"), "{shown}");
+}
+
+#[test]
+fn chat_on_deny_continue_gives_the_model_the_denial_and_stop_ends_the_answer() {
+    let Some(python) = toolhost_testkit::peers::python() else {
+        return;
+    };
+    let Some(dir) = work() else { return };
+    // An MCP server whose tools are unannotated, so rated destructive: without a terminal
+    // every call of `shout` is denied.
+    let script = toolhost_testkit::peers::mcp_fixture("py_server.py");
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout_secs = 30\n",
+            python.display().to_string(),
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    let chat = |extra: &[&str], answers: Vec<(&'static str, String)>| {
+        let (base, seen) = scripted(answers);
+        let url = format!("{base}/v1");
+        let mut args = vec![
+            "chat",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--prompt",
+            "Shout hi",
+        ];
+        args.extend_from_slice(extra);
+        (toolhost(dir.path(), &args), seen)
+    };
+
+    let (out, seen) = chat(
+        &["--on-deny", "continue"],
+        vec![
+            openai_sse_call("shout", r#"{"text": "hi"}"#),
+            openai_sse_text("I may not shout here."),
+        ],
+    );
+    let shown = toolhost_testkit::show(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("I may not shout here."),
+        "{shown}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{shown}");
+    let tool_msg = seen[1].2["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(
+        tool_msg["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("denied: "),
+        "{tool_msg}"
+    );
+    drop(seen);
+
+    // The default: the denial ends the answer with an error, the model is not asked again.
+    let (out, seen) = chat(
+        &[],
+        vec![
+            openai_sse_call("shout", r#"{"text": "hi"}"#),
+            openai_sse_text("never sent"),
+        ],
+    );
+    let shown = toolhost_testkit::show(&out);
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("permission denied"),
+        "{shown}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1, "{shown}");
+}
