@@ -59,13 +59,17 @@ async fn generated_tools_register_and_run_through_the_pipeline() {
     assert_eq!(e.permissions(), &[Permission::Read]);
     assert_eq!(e.parameters()["required"], json!(["text", "times"]));
 
-    let inv = r.invoke("repeat", json!({"text": "ab", "times": 3})).await;
+    let inv = r
+        .invoke_recorded("repeat", json!({"text": "ab", "times": 3}))
+        .await;
     assert_eq!(inv.output.unwrap().canonical, json!("ababab"));
     // A negative count does not fit a u8: refused by the schema, the tool does not run.
-    let inv = r.invoke("repeat", json!({"text": "ab", "times": -1})).await;
+    let inv = r
+        .invoke_recorded("repeat", json!({"text": "ab", "times": -1}))
+        .await;
     assert!(matches!(inv.output, Err(ToolError::InvalidArguments(..))));
     let inv = r
-        .invoke("repeat", json!({"text": "ab", "times": 200}))
+        .invoke_recorded("repeat", json!({"text": "ab", "times": 200}))
         .await;
     assert!(
         matches!(inv.output, Err(ToolError::InvalidArguments(_, ref m)) if m.contains("at most 10"))
@@ -73,7 +77,7 @@ async fn generated_tools_register_and_run_through_the_pipeline() {
 
     for expected in [2, 7] {
         let by = if expected == 2 { 2 } else { 5 };
-        let inv = r.invoke("counter_add", json!({"by": by})).await;
+        let inv = r.invoke_recorded("counter_add", json!({"by": by})).await;
         assert_eq!(inv.output.unwrap().canonical, json!(expected));
     }
     assert_eq!(counter.0.load(Ordering::SeqCst), 7);

@@ -178,7 +178,7 @@ async fn a_function_becomes_a_tool_with_its_docs_schema_and_metadata() {
 #[tokio::test]
 async fn calls_run_through_the_pipeline_and_serialise_the_output() {
     let r = registry();
-    let inv = r.invoke("add", json!({"x": 40, "y": 2})).await;
+    let inv = r.invoke_recorded("add", json!({"x": 40, "y": 2})).await;
     assert_eq!(inv.output.unwrap().canonical, json!(42));
 
     let ctx = ToolContext::new("session-7", "trace-1");
@@ -194,7 +194,7 @@ async fn calls_run_through_the_pipeline_and_serialise_the_output() {
         json!({"text": "HELLO ADA FROM SESSION-7", "shout": true})
     );
 
-    let inv = r.invoke("lookup", json!({"key": "alice"})).await;
+    let inv = r.invoke_recorded("lookup", json!({"key": "alice"})).await;
     let out = inv.output.unwrap();
     assert_eq!(out.canonical, json!("555-0100"));
     assert_eq!(out.render, "555-0100");
@@ -213,7 +213,7 @@ async fn bad_arguments_are_refused_before_the_function_runs() {
         json!({"x": 1, "y": 2u64.pow(63)}),
     ];
     for args in cases {
-        let inv = r.invoke("add", args.clone()).await;
+        let inv = r.invoke_recorded("add", args.clone()).await;
         match inv.output {
             Err(ToolError::InvalidArguments(name, _)) => assert_eq!(name, "add", "{args}"),
             other => panic!("{args}: expected invalid arguments, got {other:?}"),
@@ -225,20 +225,22 @@ async fn bad_arguments_are_refused_before_the_function_runs() {
         "the tool ran on bad input"
     );
     // The tool's own check still speaks, and a good call after is served.
-    let inv = r.invoke("add", json!({"x": i64::MAX, "y": 1})).await;
+    let inv = r
+        .invoke_recorded("add", json!({"x": i64::MAX, "y": 1}))
+        .await;
     assert!(
         matches!(inv.output, Err(ToolError::InvalidArguments(_, ref m)) if m.contains("overflows")),
         "{:?}",
         inv.output
     );
-    let inv = r.invoke("add", json!({"x": -1, "y": 1})).await;
+    let inv = r.invoke_recorded("add", json!({"x": -1, "y": 1})).await;
     assert_eq!(inv.output.unwrap().canonical, json!(0));
 }
 
 #[tokio::test]
 async fn errors_keep_their_kind_or_become_execution_failures_with_their_message() {
     let r = registry();
-    let inv = r.invoke("lookup", json!({"key": "mallory"})).await;
+    let inv = r.invoke_recorded("lookup", json!({"key": "mallory"})).await;
     match inv.output {
         Err(ToolError::ExecutionFailed(name, msg)) => {
             assert_eq!(name, "lookup");
@@ -248,7 +250,7 @@ async fn errors_keep_their_kind_or_become_execution_failures_with_their_message(
     }
     // `io::Error` converts into a `ToolError` (`From`), so it keeps its kind.
     let inv = r
-        .invoke(
+        .invoke_recorded(
             "first_line",
             json!({"path": "/nonexistent/toolhost-macro-test"}),
         )
@@ -263,7 +265,7 @@ async fn errors_keep_their_kind_or_become_execution_failures_with_their_message(
     let file = dir.path().join("f.txt");
     std::fs::write(&file, "first\nsecond\n").unwrap();
     let inv = r
-        .invoke("first_line", json!({"path": file.to_str().unwrap()}))
+        .invoke_recorded("first_line", json!({"path": file.to_str().unwrap()}))
         .await;
     assert_eq!(inv.output.unwrap().canonical, json!("first"));
 }
@@ -291,12 +293,12 @@ async fn the_methods_of_a_toolbox_share_its_state() {
     );
 
     for (i, text) in ["milk", "eggs"].into_iter().enumerate() {
-        let inv = r.invoke("note_add", json!({"text": text})).await;
+        let inv = r.invoke_recorded("note_add", json!({"text": text})).await;
         assert_eq!(inv.output.unwrap().canonical, json!(i + 1));
     }
-    let inv = r.invoke("note_add", json!({"text": 7})).await;
+    let inv = r.invoke_recorded("note_add", json!({"text": 7})).await;
     assert!(matches!(inv.output, Err(ToolError::InvalidArguments(..))));
-    let inv = r.invoke("note_list", json!({})).await;
+    let inv = r.invoke_recorded("note_list", json!({})).await;
     assert_eq!(inv.output.unwrap().canonical, json!(["milk", "eggs"]));
     assert_eq!(notes.count(), 2);
 }
