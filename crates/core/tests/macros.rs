@@ -16,6 +16,9 @@ use toolhost_core::tools::{Permission, ToolContext, ToolError, ToolRegistry, Too
 use toolhost_core::{tool, toolbox};
 
 static ADD_RUNS: AtomicUsize = AtomicUsize::new(0);
+/// Held by every test that calls `add`: tests run in parallel, and one of them counts
+/// `add`'s runs.
+static ADD_CALLS: Mutex<()> = Mutex::const_new(());
 
 /// Adds two integers x and y and returns their sum.
 #[tool(tags = ["math"], category = "arithmetic", timeout = "2s")]
@@ -177,6 +180,7 @@ async fn a_function_becomes_a_tool_with_its_docs_schema_and_metadata() {
 
 #[tokio::test]
 async fn calls_run_through_the_pipeline_and_serialise_the_output() {
+    let _one_at_a_time = ADD_CALLS.lock().await;
     let r = registry();
     let inv = r.invoke_recorded("add", json!({"x": 40, "y": 2})).await;
     assert_eq!(inv.output.unwrap().canonical, json!(42));
@@ -202,6 +206,7 @@ async fn calls_run_through_the_pipeline_and_serialise_the_output() {
 
 #[tokio::test]
 async fn bad_arguments_are_refused_before_the_function_runs() {
+    let _one_at_a_time = ADD_CALLS.lock().await;
     let r = registry();
     let before = ADD_RUNS.load(Ordering::SeqCst);
     let cases = [
