@@ -29,7 +29,9 @@
 
 use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, RequestMetaObject};
 use serde_json::{Map, Value, json};
-use toolhost_core::tools::escape::escape_text;
+// `is_invisible`: the one list of zero-width, tag and other invisible characters (shared
+// with `toolhost lint`) that can hide a word from a reader or from the checks here.
+use toolhost_core::tools::escape::{escape_text, is_invisible};
 use toolhost_core::tools::render::head;
 
 /// How toolhost's own approval messages start; no wrapped server's message can.
@@ -102,14 +104,6 @@ pub fn tag(name: &str) -> String {
     }
 }
 
-/// Zero-width and invisible characters that the terminal escape rule lets through but
-/// that can hide a word from a reader or from the checks here.
-fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{ad}' | '\u{180e}' | '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}'
-    )
-}
 
 /// Escapes a line's controls, newlines included, and invisible characters.
 fn escape_line_all(s: &str) -> String {
