@@ -254,28 +254,24 @@ fn mcp_request(
     session: Option<&str>,
     body: &str,
 ) -> (u16, String, String) {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    // A guard against a hang, not a timing assertion.
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let session = session
-        .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
-         Authorization: Bearer {token}\r\n{session}Content-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(request.as_bytes()).unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_string(), body.to_string())
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(id) = session {
+        headers.push(("Mcp-Session-Id", id));
+    }
+    let r = toolhost_testkit::http::request(
+        &format!("127.0.0.1:{port}"),
+        method,
+        "/mcp",
+        &headers,
+        body,
+    )
+    .unwrap();
+    (r.status, r.head, r.body)
 }
 
 /// The `Mcp-Session-Id` of a response head.
