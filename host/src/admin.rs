@@ -8,7 +8,8 @@
 //!   balancer stops sending new requests while the calls in flight finish (readiness);
 //! - `GET /metrics`: Prometheus text ([`Metrics`]): tool calls by tool, source and outcome,
 //!   a latency histogram, denials by who decided, sandbox traps by kind, plugin load
-//!   times, reloads, MCP upstreams and readiness.
+//!   times, reloads, MCP upstreams, readiness and the HTTP sessions (open, evicted,
+//!   refused).
 //!
 //! Label values come from the registry (tool names it holds), never from a caller: a call
 //! of a tool that does not exist is counted under `tool="(unknown)"`, so a model inventing
@@ -23,6 +24,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::loader::{LoadEvent, LoadProgress};
+use crate::mcp::server::SessionCounters;
 use crate::tools::{ToolEvent, ToolEventListener, ToolSource};
 
 /// Why the admin listener or the metrics cannot start.
@@ -84,6 +86,7 @@ impl Readiness {
 #[derive(Clone)]
 pub struct Metrics {
     handle: PrometheusHandle,
+    sessions: Option<Arc<SessionCounters>>,
 }
 
 static RECORDER: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
@@ -126,11 +129,33 @@ impl Metrics {
             })
             .clone()
             .map_err(AdminError::Metrics)?;
-        Ok(Metrics { handle })
+        Ok(Metrics {
+            handle,
+            sessions: None,
+        })
+    }
+
+    /// Also reports the HTTP session store's counts (`serve --http`'s
+    /// `HttpServeOptions::session_counters`), read at each scrape.
+    pub fn with_sessions(mut self, counters: Arc<SessionCounters>) -> Metrics {
+        self.sessions = Some(counters);
+        self
     }
 
     /// The metrics as Prometheus text.
     pub fn render(&self) -> String {
+        if let Some(c) = &self.sessions {
+            let n = c.snapshot();
+            metrics::gauge!("toolhost_http_sessions_open").set(n.live as f64);
+            metrics::counter!("toolhost_http_sessions_evicted_total", "why" => "cap")
+                .absolute(n.evicted_at_cap);
+            metrics::counter!("toolhost_http_sessions_evicted_total", "why" => "client_share")
+                .absolute(n.evicted_over_share);
+            metrics::counter!("toolhost_http_sessions_refused_total", "why" => "all_busy")
+                .absolute(n.refused_all_busy);
+            metrics::counter!("toolhost_http_sessions_refused_total", "why" => "client_share_busy")
+                .absolute(n.refused_share_busy);
+        }
         self.handle.render()
     }
 }
@@ -169,6 +194,18 @@ fn describe() {
         "Configured MCP servers, by state (connected, down)"
     );
     describe_gauge!("toolhost_ready", "1 when the replica is ready, else 0");
+    describe_gauge!(
+        "toolhost_http_sessions_open",
+        "MCP sessions of serve --http alive now"
+    );
+    describe_counter!(
+        "toolhost_http_sessions_evicted_total",
+        "Idle MCP sessions closed to make room, by why (cap, client_share)"
+    );
+    describe_counter!(
+        "toolhost_http_sessions_refused_total",
+        "initialize requests refused, every session busy, by why (all_busy, client_share_busy)"
+    );
 }
 
 /// Records [`ToolEvent`]s as metrics (attached to the registry like the audit trail).

@@ -189,6 +189,11 @@ fn the_admin_endpoints_report_health_readiness_and_metrics() {
         "{text}"
     );
     assert_eq!(sample(&text, "toolhost_ready", &[]), Some(1.0), "{text}");
+    assert_eq!(
+        sample(&text, "toolhost_http_sessions_open", &[]),
+        Some(1.0),
+        "{text}"
+    );
     // A good call still works after all that.
     let r = mcp_call(&mcp, &session, "multiply", r#"{"x": 6, "y": 7}"#).unwrap();
     assert!(r.body.contains("42"), "{r:?}");

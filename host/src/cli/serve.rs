@@ -263,8 +263,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The admin endpoints (docs/deploy.md): not ready until everything is loaded.
     let readiness = toolhost::admin::Readiness::not_ready("loading the plugins and MCP servers");
     let admin_stop = StopToken::new();
+    let session_counters = Arc::new(toolhost::mcp::server::SessionCounters::default());
     if let Some(addr) = args.admin {
-        let metrics = toolhost::admin::Metrics::install()?;
+        let metrics = toolhost::admin::Metrics::install()?.with_sessions(session_counters.clone());
         registry.add_listener(Arc::new(toolhost::admin::MetricsListener));
         let (r, stop) = (readiness.clone(), admin_stop.clone());
         let bound = tokio::sync::oneshot::channel();
@@ -384,7 +385,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 limits,
                 auth,
                 allowed_hosts: args.allowed_host.clone(),
-                ..HttpServeOptions::default()
+                session_counters: session_counters.clone(),
             };
             let serving =
                 server.serve_http_opts(addr, options, stop.clone(), |bound| match authenticated {
