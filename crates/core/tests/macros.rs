@@ -16,8 +16,8 @@ use toolhost_core::tools::{Permission, ToolContext, ToolError, ToolRegistry, Too
 use toolhost_core::{tool, toolbox};
 
 static ADD_RUNS: AtomicUsize = AtomicUsize::new(0);
-/// Held by every test that calls `add`: tests run in parallel, and one of them counts
-/// `add`'s runs.
+/// Held by every test that calls `add` (through the registry or directly): tests run in
+/// parallel, and one of them counts `add`'s runs.
 static ADD_CALLS: Mutex<()> = Mutex::const_new(());
 
 /// Adds two integers x and y and returns their sum.
@@ -133,6 +133,7 @@ use toolhost_core::tools::Tool as _;
 
 #[tokio::test]
 async fn a_function_becomes_a_tool_with_its_docs_schema_and_metadata() {
+    let _one_at_a_time = ADD_CALLS.lock().await;
     let r = registry();
     let entry = r.entry("add").unwrap();
     assert_eq!(
