@@ -28,39 +28,12 @@ fn bin(name: &str) -> PathBuf {
 
 /// Installs the linter (a download: it runs on the background thread of the peers).
 pub fn setup() -> crate::Result {
-    let marker = venv_dir().join(".toolhost-installed");
-    let installed = std::fs::read_to_string(&marker).is_ok_and(|s| s.trim() == VALIDATOR);
-    if installed && bin("kubernetes-validate").exists() {
-        step("deploy PyPI peer: kubernetes-validate already installed");
-        return Ok(());
-    }
-    step(&format!(
-        "deploy PyPI peer: python venv + pip install {VALIDATOR}"
-    ));
-    if !bin("python").exists() {
-        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-        let dir = venv_dir();
-        std::fs::create_dir_all(dir.parent().unwrap_or(&dir))
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        run(Command::new(&python).arg("-m").arg("venv").arg(&dir))?;
-    }
-    run(Command::new(bin("python")).args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--prefer-binary",
+    crate::peers_llm::pip_venv(
+        "deploy PyPI peer",
+        &venv_dir(),
         VALIDATOR,
-    ]))?;
-    if !bin("kubernetes-validate").exists() {
-        return Err(format!(
-            "pip installed {VALIDATOR} but {} is missing",
-            bin("kubernetes-validate").display()
-        ));
-    }
-    std::fs::write(&marker, VALIDATOR)
-        .map_err(|e| format!("cannot write {}: {e}", marker.display()))
+        "kubernetes-validate",
+    )
 }
 
 /// Validates every manifest of `deploy/k8s/` against the Kubernetes schemas, strictly.

@@ -5,7 +5,7 @@
 //! matches and the `fakellm` executable is there, nothing is fetched. The tests start
 //! fakellm themselves (`crates/llm/tests/all/support.rs`) on a free 127.0.0.1 port.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::{root, run, step};
@@ -27,40 +27,45 @@ fn bin(name: &str) -> PathBuf {
 
 /// Installs the peers. Idempotent and offline-friendly: skips what is already installed.
 pub fn setup() -> crate::Result {
-    let marker = venv_dir().join(".toolhost-installed");
-    let installed = std::fs::read_to_string(&marker).is_ok_and(|s| s.trim() == FAKELLM);
-    if installed && bin("fakellm").exists() {
-        step("LLM PyPI peer: fakellm already installed");
+    pip_venv("LLM PyPI peer", &venv_dir(), FAKELLM, "fakellm")
+}
+
+/// Installs the pinned `requirement` with pip into the virtualenv `venv` (made when
+/// missing), so that its executable `bin` is there; `what` names it in the step header.
+/// Idempotent and offline-friendly: a marker file records the requirement, and when it
+/// matches and `bin` is there nothing is fetched.
+pub(crate) fn pip_venv(what: &str, venv: &Path, requirement: &str, bin: &str) -> crate::Result {
+    let exe = |name: &str| venv.join("bin").join(name);
+    let marker = venv.join(".toolhost-installed");
+    let installed = std::fs::read_to_string(&marker).is_ok_and(|s| s.trim() == requirement);
+    if installed && exe(bin).exists() {
+        step(&format!("{what}: {bin} already installed"));
         return Ok(());
     }
-    step(&format!(
-        "LLM PyPI peer: python venv + pip install {FAKELLM}"
-    ));
-    if !bin("python").exists() {
+    step(&format!("{what}: python venv + pip install {requirement}"));
+    if !exe("python").exists() {
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-        let dir = venv_dir();
-        std::fs::create_dir_all(dir.parent().unwrap_or(&dir))
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        run(Command::new(&python).arg("-m").arg("venv").arg(&dir))?;
+        std::fs::create_dir_all(venv.parent().unwrap_or(venv))
+            .map_err(|e| format!("cannot create {}: {e}", venv.display()))?;
+        run(Command::new(&python).arg("-m").arg("venv").arg(venv))?;
     }
-    run(Command::new(bin("python")).args([
+    run(Command::new(exe("python")).args([
         "-m",
         "pip",
         "install",
         "--quiet",
         "--disable-pip-version-check",
         "--prefer-binary",
-        FAKELLM,
+        requirement,
     ]))?;
-    if !bin("fakellm").exists() {
+    if !exe(bin).exists() {
         return Err(format!(
-            "pip installed {FAKELLM} but {} is missing",
-            bin("fakellm").display()
+            "pip installed {requirement} but {} is missing",
+            exe(bin).display()
         ));
     }
-    std::fs::write(&marker, FAKELLM)
-        .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
-    Ok(())
+    std::fs::write(&marker, requirement)
+        .map_err(|e| format!("cannot write {}: {e}", marker.display()))
 }
 
 /// Environment variables the tests need to find the peers.
