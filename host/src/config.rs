@@ -74,6 +74,8 @@ pub struct HostConfig {
 /// ```toml
 /// [serve]
 /// auth_token_file = "/etc/toolhost/tokens"   # one bearer token per line, mode 0600
+/// max_concurrent_calls = 16                   # tool calls executing at once (default 4)
+/// request_state_key_file = "/etc/toolhost/state.key"  # shared by replicas, mode 0600
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +84,15 @@ pub struct ServeConfig {
     /// when no `--auth-token-file` is given. A relative path is taken from the current
     /// folder, like `plugins`.
     pub auth_token_file: Option<std::path::PathBuf>,
+    /// How many tool calls execute at once; further calls wait their turn (default
+    /// `DEFAULT_MAX_CONCURRENT`, 4). A call waiting for its client's answer to a wrapped
+    /// server's question keeps its place until answered or timed out.
+    pub max_concurrent_calls: Option<usize>,
+    /// The key (at least 32 bytes; the file must not be readable by group or others)
+    /// that seals the `requestState` of 2026-07-28 multi-round requests. Replicas behind
+    /// one load balancer share it, so a retry continues an approval round on any of
+    /// them. Without it each process makes a random key of its own.
+    pub request_state_key_file: Option<std::path::PathBuf>,
 }
 
 /// `[audit]`: where `serve` and `chat` write one record per tool call. The `--audit FILE`

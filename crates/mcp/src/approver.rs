@@ -14,6 +14,9 @@
 //! - The message starts with [`APPROVAL_MARKER`] (`toolhost approval:`) and `_meta` names
 //!   toolhost as the source (`io.toolhost/source: "toolhost"`); a wrapped server's
 //!   requests never can ([`crate::attribution`]), so the user can tell them apart.
+//! - A 2026-07-28 client is asked by an `input_required` round: the call is dropped before
+//!   it ran and runs again, from the start, when the client retries with its answer
+//!   (`rounds.rs`).
 //! - Declining, cancelling, an unknown answer, an error or no answer within the timeout all
 //!   deny.
 
@@ -29,6 +32,7 @@ use toolhost_core::tools::{
 };
 
 use crate::DownstreamClient;
+use crate::rounds::APPROVAL_INPUT_KEY;
 use crate::attribution::{APPROVAL_MARKER, SOURCE_META_KEY, SOURCE_TOOLHOST};
 
 /// The most bytes of a call's arguments (as JSON) shown in the question.
@@ -185,7 +189,10 @@ impl Approver for ClientApprover {
         let Some(params) = question(request) else {
             return self.fallback.answer_in(request, ctx).await;
         };
-        match client.elicit(params, self.timeout).await {
+        match client
+            .elicit_before_running(APPROVAL_INPUT_KEY, params, self.timeout)
+            .await
+        {
             Ok(r) => answer_of(r.action, r.content.as_ref()),
             Err(e) => deny(format!(
                 "could not ask the MCP client's user: {}",

@@ -8,6 +8,10 @@
 //! there may be a person: a [`LocalUser`] in the call's context answers a wrapped
 //! server's form elicitation there.
 //!
+//! A client of the 2026-07-28 revision cannot be sent requests: its calls hold a
+//! [`crate::rounds::Asker`] instead, and what is asked of it goes out as an
+//! `input_required` result (`server/rounds.rs`).
+//!
 //! A wrapped server's request names no call, so it goes to the client of the calls in
 //! flight on that server; if calls of several sessions are in flight there, it is
 //! refused as ambiguous rather than shown to the wrong user ([`one_downstream`]).
@@ -23,17 +27,29 @@ use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    ClientResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ErrorCode, ListRootsRequest, ListRootsResult, RequestMetaObject, ServerRequest,
+    ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, InputRequest, ListRootsRequest,
+    ListRootsResult, RequestMetaObject, ServerRequest,
 };
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 use rmcp::service::{Peer, RoleServer, ServiceError};
 use toolhost_core::tools::ToolContext;
 
 /// The client of an MCP session of `serve`. Cheap to clone.
 #[derive(Clone)]
 pub struct DownstreamClient {
-    peer: Peer<RoleServer>,
+    reach: Reach,
     session: String,
+}
+
+/// How the client is asked.
+#[derive(Clone)]
+enum Reach {
+    /// A client of 2025-11-25 or older: requests on its session.
+    Peer(Peer<RoleServer>),
+    /// A 2026-07-28 client: `input_required` results.
+    Rounds(crate::rounds::Asker),
 }
 
 impl std::fmt::Debug for DownstreamClient {
@@ -56,7 +72,15 @@ impl DownstreamClient {
     /// The client of session `session`, reached through `peer`.
     pub fn new(peer: Peer<RoleServer>, session: impl Into<String>) -> Self {
         Self {
-            peer,
+            reach: Reach::Peer(peer),
+            session: session.into(),
+        }
+    }
+
+    /// A 2026-07-28 client, asked through `asker`.
+    pub(crate) fn rounds(asker: crate::rounds::Asker, session: impl Into<String>) -> Self {
+        Self {
+            reach: Reach::Rounds(asker),
             session: session.into(),
         }
     }
@@ -67,10 +91,27 @@ impl DownstreamClient {
     }
 
     fn capabilities(&self) -> rmcp::model::ClientCapabilities {
-        self.peer
-            .peer_info()
-            .map(|i| i.capabilities.clone())
-            .unwrap_or_default()
+        match &self.reach {
+            Reach::Peer(peer) => peer
+                .peer_info()
+                .map(|i| i.capabilities.clone())
+                .unwrap_or_default(),
+            Reach::Rounds(asker) => asker.capabilities().clone(),
+        }
+    }
+
+    /// The error for `what`, which needs `capability` the client did not declare.
+    fn refuse(&self, capability: &'static str, what: &str) -> ErrorData {
+        if let Reach::Rounds(asker) = &self.reach {
+            asker.note_missing(capability);
+        }
+        unsupported(what)
+    }
+
+    /// Whether the call it belongs to is parked, its questions out with the client
+    /// (2026-07-28 rounds; never for a client with a session).
+    pub(crate) fn is_parked(&self) -> bool {
+        matches!(&self.reach, Reach::Rounds(asker) if asker.is_parked())
     }
 
     /// Whether it declared `sampling`.
@@ -97,14 +138,16 @@ impl DownstreamClient {
         timeout: Duration,
     ) -> Result<CreateMessageResult, ErrorData> {
         if !self.supports_sampling() {
-            return Err(unsupported("sampling/createMessage"));
+            return Err(self.refuse("sampling", "sampling/createMessage"));
         }
-        bounded(
-            timeout,
-            "sampling/createMessage",
-            self.peer.create_message(params),
-        )
-        .await
+        let what = "sampling/createMessage";
+        match &self.reach {
+            Reach::Peer(peer) => bounded(timeout, what, peer.create_message(params)).await,
+            Reach::Rounds(asker) => {
+                let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
+                answer_as(what, asker.ask(request, what, timeout).await?)
+            }
+        }
     }
 
     /// `elicitation/create`, waiting at most `timeout` (a person answers).
@@ -114,14 +157,39 @@ impl DownstreamClient {
         timeout: Duration,
     ) -> Result<ElicitResult, ErrorData> {
         if !self.supports_elicitation() {
-            return Err(unsupported("elicitation/create"));
+            return Err(self.refuse("elicitation", "elicitation/create"));
         }
-        bounded(
-            timeout,
-            "elicitation/create",
-            self.peer.create_elicitation(params),
-        )
-        .await
+        let what = "elicitation/create";
+        match &self.reach {
+            Reach::Peer(peer) => bounded(timeout, what, peer.create_elicitation(params)).await,
+            Reach::Rounds(asker) => {
+                let request = InputRequest::Elicitation(ElicitRequest::new(params));
+                answer_as(what, asker.ask(request, what, timeout).await?)
+            }
+        }
+    }
+
+    /// `elicitation/create` for toolhost's own question `key`, asked before the call
+    /// ran: a 2026-07-28 client is asked by a restartable round (the call runs again
+    /// from the start with its answer); others as [`DownstreamClient::elicit`].
+    pub async fn elicit_before_running(
+        &self,
+        key: &str,
+        params: ElicitRequestParams,
+        timeout: Duration,
+    ) -> Result<ElicitResult, ErrorData> {
+        let what = "elicitation/create";
+        let Reach::Rounds(asker) = &self.reach else {
+            return self.elicit(params, timeout).await;
+        };
+        if !self.supports_elicitation() {
+            return Err(self.refuse("elicitation", what));
+        }
+        if let Some(given) = asker.preset(key) {
+            return answer_as(what, given.clone());
+        }
+        let request = InputRequest::Elicitation(ElicitRequest::new(params));
+        Err(asker.ask_restartable(key, request, what).await)
     }
 
     /// `roots/list`, waiting at most `timeout`; no roots when it does not offer them.
@@ -147,9 +215,16 @@ impl DownstreamClient {
         if !meta.0.is_empty() {
             request.extensions.insert(meta);
         }
+        let peer = match &self.reach {
+            Reach::Peer(peer) => peer,
+            Reach::Rounds(asker) => {
+                let request = InputRequest::ListRoots(request);
+                let what = "roots/list";
+                return answer_as(what, asker.ask(request, what, timeout).await?);
+            }
+        };
         let asked = async {
-            match self
-                .peer
+            match peer
                 .send_request(ServerRequest::ListRootsRequest(request))
                 .await?
             {
@@ -159,6 +234,17 @@ impl DownstreamClient {
         };
         bounded(timeout, "roots/list", asked).await
     }
+}
+
+/// A 2026-07-28 client's answer (an `inputResponses` value, untrusted) as the result
+/// its question expects; a wrong shape is the client's error.
+fn answer_as<T: DeserializeOwned>(what: &str, answer: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(answer).map_err(|e| {
+        ErrorData::invalid_params(
+            format!("the client's answer to {what} is not a valid result: {e}"),
+            None,
+        )
+    })
 }
 
 async fn bounded<T>(
@@ -286,15 +372,23 @@ pub fn local_user<'a>(calls: impl IntoIterator<Item = &'a ToolContext>) -> Optio
 /// The one client whose calls are in flight among `calls`: an error naming the problem
 /// when there is none (no call in flight, or calls not made over MCP) or when calls of
 /// several sessions are in flight (the request cannot be told apart).
+///
+/// A call parked in a 2026-07-28 round has its questions out with its client and waits
+/// for the retry: it is passed over while other calls are in flight, so that calls
+/// whose clients never came back (up to five minutes each) do not make every later
+/// question ambiguous. docs/mcp.md ("Multi-round-trip requests") says what that assumes.
 pub fn one_downstream<'a>(
     calls: impl IntoIterator<Item = &'a ToolContext>,
     what: &str,
 ) -> Result<DownstreamClient, ErrorData> {
+    let all: Vec<&DownstreamClient> = calls
+        .into_iter()
+        .filter_map(|ctx| ctx.get::<DownstreamClient>())
+        .collect();
+    let running: Vec<&DownstreamClient> = all.iter().copied().filter(|d| !d.is_parked()).collect();
+    let candidates = if running.is_empty() { all } else { running };
     let mut found: Option<DownstreamClient> = None;
-    for ctx in calls {
-        let Some(d) = ctx.get::<DownstreamClient>() else {
-            continue;
-        };
+    for d in candidates {
         match &found {
             Some(f) if f.session != d.session => {
                 return Err(ErrorData::invalid_request(

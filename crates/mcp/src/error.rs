@@ -355,6 +355,9 @@ pub enum McpTokenError {
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum McpServeError {
+    /// The key that seals 2026-07-28 `requestState` values is unusable.
+    #[error("the requestState key is unusable: {0} (it must be at least 32 bytes)")]
+    RequestStateKey(String),
     /// The HTTP listener could not bind.
     #[error("cannot listen on {addr}: {source}")]
     Bind {

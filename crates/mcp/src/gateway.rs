@@ -510,6 +510,18 @@ impl Gateway {
         Ok(u.client.get_prompt(params).await?)
     }
 
+    /// `prompts/get` for the request whose context is `ctx` (see
+    /// [`McpClient::get_prompt_in`]).
+    pub async fn get_prompt_in(
+        &self,
+        mut params: GetPromptRequestParams,
+        ctx: &toolhost_core::tools::ToolContext,
+    ) -> Result<GetPromptResult, GatewayError> {
+        let (u, original) = self.route_prompt(&params.name).await?;
+        params.name = original;
+        Ok(u.client.get_prompt_in(params, ctx).await?)
+    }
+
     /// `completion/complete`, routed by the prompt or template it completes; nothing to
     /// complete (no server offers it, or it does not complete) is an empty answer.
     pub async fn complete(

@@ -49,6 +49,7 @@ runtime! {
     pub mod info;
     pub mod oauth;
     pub mod rating;
+    pub mod rounds;
     pub mod sandbox;
     pub mod server;
     mod sync;

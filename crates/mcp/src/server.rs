@@ -60,7 +60,7 @@ use rmcp::model::{
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
-    ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    ResourcesCapability, ResultType, ServerCapabilities, ServerResult, ServerConfig, SubscribeRequestParams,
     SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
@@ -75,6 +75,7 @@ mod auth;
 mod drain;
 mod gateway_session;
 mod http;
+mod rounds;
 mod sessions;
 mod stdio;
 
@@ -111,6 +112,9 @@ pub struct McpServer {
     gateway: Option<Gateway>,
     /// The state of the session this instance serves (a fresh one per HTTP session).
     session: Arc<Session>,
+    /// The multi-round-trip requests of 2026-07-28 clients, shared by all sessions
+    /// (`None` when no sealing key could be made: such requests that ask are refused).
+    rounds: Option<Arc<rounds::Rounds>>,
 }
 
 /// Per-session state.
@@ -151,7 +155,21 @@ impl McpServer {
             instructions: None,
             gateway: None,
             session: Session::new(None),
+            rounds: rounds::Rounds::new(None)
+                .map(Arc::new)
+                .map_err(|e| tracing::error!("2026-07-28 multi-round requests unavailable: {e}"))
+                .ok(),
         }
+    }
+
+    /// Seals the `requestState` of 2026-07-28 multi-round requests with `key` (at least
+    /// 32 bytes) instead of a random key of this process: replicas that share the key
+    /// continue each other's restartable rounds (approvals).
+    pub fn with_request_state_key(mut self, key: &[u8]) -> Result<Self, crate::McpServeError> {
+        let rounds = rounds::Rounds::new(Some(key))
+            .map_err(|e| crate::McpServeError::RequestStateKey(e.to_string()))?;
+        self.rounds = Some(Arc::new(rounds));
+        Ok(self)
     }
 
     /// A copy for a new session: same registry and identity, its own session state.
@@ -265,12 +283,96 @@ fn success_result(out: ToolOutput, declares_output_schema: bool) -> CallToolResu
     r
 }
 
+/// Whether the request is of the 2026-07-28 revision or later (stateless: its client
+/// cannot be sent requests, it is asked through `input_required` results).
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Who sent the request, as far as toolhost knows: the bearer token it carried (by its
+/// position among the configured ones), else nobody in particular.
+fn principal(context: &RequestContext<RoleServer>) -> String {
+    context
+        .extensions
+        .get::<::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<auth::AuthenticatedToken>())
+        .map_or_else(|| "anonymous".to_string(), |t| format!("token:{}", t.0))
+}
+
 impl McpServer {
+    /// The registry pipeline for one `tools/call`, as a task of its own: `client` is
+    /// who is asked (approvals, a wrapped server's requests back), progress goes to the
+    /// request's progress token, and the request's cancellation cancels it.
+    fn call_future(
+        &self,
+        name: String,
+        args: Value,
+        client: crate::DownstreamClient,
+        cancel: StopToken,
+        context: &RequestContext<RoleServer>,
+    ) -> impl std::future::Future<Output = CallToolResult> + Send + 'static {
+        let registry = self.registry.clone();
+        let mut ctx = ToolContext::new(self.session.id.clone(), context.id.to_string())
+            .with_cancellation(cancel)
+            .with(client)
+            .with(self.session.gateway.log_sink());
+        let mut forward = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            ctx = ctx.with_progress(tx);
+            let peer: Peer<RoleServer> = context.peer.clone();
+            forward = Some(tokio::spawn(async move {
+                while let Some(ev) = rx.recv().await {
+                    let mut p = ProgressNotificationParam::new(token.clone(), ev.progress);
+                    p.total = ev.total;
+                    p.message = ev.message;
+                    if peer.notify_progress(p).await.is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+        let declares_output_schema = registry
+            .entry(&name)
+            .is_some_and(|e| e.metadata().output_schema.is_some());
+        let call = ToolCall::with_id(format!("mcp-{}", context.id), name, args);
+        async move {
+            let inv = registry.invoke_call(call, &ctx).await;
+            drop(ctx);
+            if let Some(f) = forward {
+                // Let queued progress reach the client before the result.
+                let _ = tokio::time::timeout(Duration::from_millis(200), f).await;
+            }
+            match inv.output {
+                Ok(out) => success_result(out, declares_output_schema),
+                Err(e) => error_result(e.kind(), e.to_string()),
+            }
+        }
+    }
+
+    fn rounds_or_refuse(&self) -> Result<Arc<rounds::Rounds>, ErrorData> {
+        self.rounds.clone().ok_or_else(|| {
+            ErrorData::internal_error(
+                "multi-round requests are unavailable on this server (see its log)",
+                None,
+            )
+        })
+    }
+
     fn gateway_or_not_found(&self, method: &'static str) -> Result<&Gateway, ErrorData> {
         self.gateway
             .as_ref()
             .ok_or_else(|| ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, method, None))
     }
+}
+
+/// Marks a result a wrapped server gave as complete when it says nothing: results of the
+/// revisions before 2026-07-28 carry no `resultType`, which 2026-07-28 requires on every
+/// result (rmcp removes it again for clients of the older revisions).
+fn complete_result_type(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
 }
 
 fn error_result(kind: &str, message: String) -> CallToolResult {
@@ -342,51 +444,42 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        // The client itself travels with the call: a wrapped server's sampling or
-        // elicitation request, or an approval, is asked of this client.
-        let mut ctx = ToolContext::new(self.session.id.clone(), context.id.to_string())
-            .with_cancellation(context.ct.child_token())
-            .with(crate::DownstreamClient::new(
-                context.peer.clone(),
-                self.session.id.clone(),
-            ))
-            .with(self.session.gateway.log_sink());
-        let mut forward = None;
-        if let Some(token) = context.meta.get_progress_token() {
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            ctx = ctx.with_progress(tx);
-            let peer: Peer<RoleServer> = context.peer.clone();
-            forward = Some(tokio::spawn(async move {
-                while let Some(ev) = rx.recv().await {
-                    let mut p = ProgressNotificationParam::new(token.clone(), ev.progress);
-                    p.total = ev.total;
-                    p.message = ev.message;
-                    if peer.notify_progress(p).await.is_err() {
-                        break;
-                    }
-                }
-            }));
+        let name = request.name.to_string();
+        if !is_stateless(&context) {
+            // The client itself travels with the call: a wrapped server's sampling or
+            // elicitation request, or an approval, is asked of this client.
+            let client = crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
+            let cancel = context.ct.child_token();
+            let result = self.call_future(name, args, client, cancel, &context).await;
+            return Ok(CallToolResponse::Complete(result));
         }
-        let declares_output_schema = self
-            .registry
-            .entry(&request.name)
-            .is_some_and(|e| e.metadata().output_schema.is_some());
-        let call = ToolCall::with_id(
-            format!("mcp-{}", context.id),
-            request.name.to_string(),
-            args,
-        );
-        let inv = self.registry.invoke_call(call, &ctx).await;
-        drop(ctx);
-        if let Some(f) = forward {
-            // Let queued progress reach the client before the result.
-            let _ = tokio::time::timeout(Duration::from_millis(200), f).await;
+        let rounds = self.rounds_or_refuse()?;
+        let binding = rounds::binding(&principal(&context), "tools/call", &name, &args);
+        let capabilities = context.meta.client_capabilities().unwrap_or_default();
+        let step = rounds
+            .run(
+                binding,
+                request.request_state.as_deref(),
+                request.input_responses.as_ref(),
+                capabilities,
+                &self.session.id,
+                &context.ct,
+                |client, cancel| {
+                    let call = self.call_future(name, args, client, cancel, &context);
+                    async move { Ok(ServerResult::CallToolResult(call.await)) }
+                },
+            )
+            .await?;
+        match step {
+            rounds::Step::Done(done) => match *done {
+                ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+                _ => Err(ErrorData::internal_error(
+                    "tools/call produced another kind of result",
+                    None,
+                )),
+            },
+            rounds::Step::Input(input) => Ok(CallToolResponse::InputRequired(input)),
         }
-        let result = match inv.output {
-            Ok(out) => success_result(out, declares_output_schema),
-            Err(e) => error_result(e.kind(), e.to_string()),
-        };
-        Ok(CallToolResponse::Complete(result))
     }
 
     async fn list_resources(
@@ -419,9 +512,9 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let gateway = self.gateway_or_not_found("resources/read")?;
-        Ok(ReadResourceResponse::Complete(
-            gateway.read_resource(&request.uri).await?,
-        ))
+        let mut result = gateway.read_resource(&request.uri).await?;
+        complete_result_type(&mut result.result_type);
+        Ok(ReadResourceResponse::Complete(result))
     }
 
     #[allow(deprecated)] // 2025-11-25 clients subscribe this way (see `listen` for 2026-07-28)
@@ -466,13 +559,59 @@ impl ServerHandler for McpServer {
 
     async fn get_prompt(
         &self,
-        request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        mut request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let gateway = self.gateway_or_not_found("prompts/get")?;
-        Ok(GetPromptResponse::Complete(
-            gateway.get_prompt(request).await?,
-        ))
+        let gateway = self.gateway_or_not_found("prompts/get")?.clone();
+        let state = request.request_state.take();
+        let responses = request.input_responses.take();
+        let prompt_ctx = |client: crate::DownstreamClient, cancel: StopToken| {
+            ToolContext::new(self.session.id.clone(), context.id.to_string())
+                .with_cancellation(cancel)
+                .with(client)
+        };
+        if !is_stateless(&context) {
+            let client =
+                crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
+            let ctx = prompt_ctx(client, context.ct.child_token());
+            let mut result = gateway.get_prompt_in(request, &ctx).await?;
+            complete_result_type(&mut result.result_type);
+            return Ok(GetPromptResponse::Complete(result));
+        }
+        let rounds = self.rounds_or_refuse()?;
+        let args = serde_json::to_value(&request.arguments).unwrap_or(Value::Null);
+        let binding = rounds::binding(&principal(&context), "prompts/get", &request.name, &args);
+        let capabilities = context.meta.client_capabilities().unwrap_or_default();
+        let step = rounds
+            .run(
+                binding,
+                state.as_deref(),
+                responses.as_ref(),
+                capabilities,
+                &self.session.id,
+                &context.ct,
+                |client, cancel| {
+                    let ctx = prompt_ctx(client, cancel);
+                    async move {
+                        let result = gateway.get_prompt_in(request, &ctx).await?;
+                        Ok(ServerResult::GetPromptResult(result))
+                    }
+                },
+            )
+            .await?;
+        match step {
+            rounds::Step::Done(done) => match *done {
+                ServerResult::GetPromptResult(mut r) => {
+                    complete_result_type(&mut r.result_type);
+                    Ok(GetPromptResponse::Complete(r))
+                }
+                _ => Err(ErrorData::internal_error(
+                    "prompts/get produced another kind of result",
+                    None,
+                )),
+            },
+            rounds::Step::Input(input) => Ok(GetPromptResponse::InputRequired(input)),
+        }
     }
 
     async fn complete(
@@ -480,10 +619,12 @@ impl ServerHandler for McpServer {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        match &self.gateway {
-            Some(g) => Ok(g.complete(request).await?),
-            None => Ok(CompleteResult::default()),
-        }
+        let mut result = match &self.gateway {
+            Some(g) => g.complete(request).await?,
+            None => CompleteResult::default(),
+        };
+        complete_result_type(&mut result.result_type);
+        Ok(result)
     }
 
     #[allow(deprecated)] // logging is deprecated for 2026-07-28; 2025-11-25 clients use it
@@ -553,15 +694,43 @@ impl ServerHandler for McpServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut rx = self.registry.watch_changes();
-        rx.borrow_and_update();
+        // 2026-07-28 `subscriptions/listen`: the registry's tool changes and, as a
+        // gateway, its servers' prompt and resource list changes, as the client's filter
+        // accepts them (the sink drops the others).
+        let mut tools = self.registry.watch_changes();
+        tools.borrow_and_update();
+        let mut events = self.gateway.as_ref().map(Gateway::events);
         loop {
-            tokio::select! {
-                _ = context.cancelled() => break,
-                r = rx.changed() => {
-                    if r.is_err() { break }
-                    if context.sink().notify_tool_list_changed().await.is_err() { break }
+            let gateway_event = async {
+                match &mut events {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
                 }
+            };
+            let sent = tokio::select! {
+                _ = context.cancelled() => break,
+                r = tools.changed() => {
+                    if r.is_err() { break }
+                    context.sink().notify_tool_list_changed().await
+                }
+                ev = gateway_event => match ev {
+                    Ok(crate::GatewayEvent::PromptsChanged) => {
+                        context.sink().notify_prompt_list_changed().await
+                    }
+                    Ok(crate::GatewayEvent::ResourcesChanged) => {
+                        context.sink().notify_resource_list_changed().await
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        events = None;
+                        continue;
+                    }
+                },
+            };
+            match sent {
+                Ok(())
+                | Err(rmcp::service::SubscriptionSendError::NotificationNotAccepted(_)) => {}
+                Err(_) => break,
             }
         }
         Ok(())

@@ -250,7 +250,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let registry = super::common::new_registry(&args.host, &config)?;
+    let state_key = match &config.serve.request_state_key_file {
+        Some(file) => Some(
+            read_secret_file(file)
+                .with_context(|| format!("[serve] request_state_key_file {}", file.display()))?,
+        ),
+        None => None,
+    };
+    let mut registry = super::common::new_registry(&args.host, &config)?;
+    if let Some(n) = config.serve.max_concurrent_calls {
+        registry = registry.with_max_concurrent(n);
+    }
     // A call that needs an approval is put to the MCP client's user when the client
     // takes elicitations; otherwise it is denied with the command that approves it ahead.
     registry.set_approver(Some(Arc::new(toolhost::mcp::ClientApprover::new(
@@ -346,9 +356,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .await;
         }
     });
-    let server = McpServer::new(registry)
+    let mut server = McpServer::new(registry)
         .with_gateway(gateway)
         .with_list_wait(args.list_wait);
+    if let Some(key) = &state_key {
+        server = server.with_request_state_key(key)?;
+    }
     match args.http {
         Some(addr) => {
             let stop = StopToken::new();
@@ -434,4 +447,25 @@ mod tests {
         assert!(parse_wait("0x").is_err());
         assert!(parse_wait("-1s").is_err());
     }
+}
+
+/// The bytes of a secret file: refused when group or others may read it (Unix).
+fn read_secret_file(file: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(file)
+            .with_context(|| format!("cannot read {}", file.display()))?
+            .permissions()
+            .mode();
+        anyhow::ensure!(
+            mode & 0o077 == 0,
+            "{} may be read by group or others (mode {:o}); chmod 600 it",
+            file.display(),
+            mode & 0o777
+        );
+    }
+    let key = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    // A trailing newline (an editor's, `echo`'s) is not part of the key.
+    Ok(key.trim_ascii_end().to_vec())
 }

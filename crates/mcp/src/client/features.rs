@@ -228,6 +228,23 @@ impl McpClient {
         .await
     }
 
+    /// `prompts/get` on behalf of the request whose context is `ctx`: what the server
+    /// asks while it answers (elicitation, sampling, roots) goes to that request's client,
+    /// as a call's does.
+    pub async fn get_prompt_in(
+        &self,
+        params: GetPromptRequestParams,
+        ctx: &toolhost_core::tools::ToolContext,
+    ) -> Result<GetPromptResult, UpstreamError> {
+        let route = super::Route {
+            ctx: ctx.clone(),
+            reported: false,
+            answered: false,
+        };
+        let _in_flight = super::Pending::file(&self.shared.progress, route);
+        self.get_prompt(params).await
+    }
+
     /// `completion/complete`.
     pub async fn complete(
         &self,

@@ -154,7 +154,7 @@ impl BearerTokens {
 /// The request extension [`require_bearer`] adds: which configured token (its position)
 /// the request carried.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct AuthenticatedToken(pub(super) usize);
+pub(crate) struct AuthenticatedToken(pub(crate) usize);
 
 /// Answers a request without a valid bearer token with HTTP 401; passes the others on.
 pub(super) async fn require_bearer(
