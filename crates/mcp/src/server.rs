@@ -512,7 +512,17 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let gateway = self.gateway_or_not_found("resources/read")?;
-        let mut result = gateway.read_resource(&request.uri).await?;
+        let mut result = gateway.read_resource(&request.uri).await.map_err(|e| {
+            // A resource that is not there: `data.uri` names the client's URI back
+            // (SEP-2164); the wrapped server's own `data` never passes (unbounded).
+            let mut e = ErrorData::from(e);
+            if e.code == rmcp::model::ErrorCode::RESOURCE_NOT_FOUND
+                || e.code == rmcp::model::ErrorCode::INVALID_PARAMS
+            {
+                e.data = Some(json!({ "uri": request.uri }));
+            }
+            e
+        })?;
         complete_result_type(&mut result.result_type);
         Ok(ReadResourceResponse::Complete(result))
     }

@@ -95,6 +95,12 @@ impl Suite {
             .join("node_modules/@modelcontextprotocol/conformance/dist/index.js")
     }
 
+    /// The entry script of the suite of the 2026-07-28 revision (`conformance-2026`,
+    /// `@modelcontextprotocol/conformance@0.2.0-alpha.12`).
+    pub fn conformance_2026(&self) -> PathBuf {
+        self.dir.join("node_modules/conformance-2026/dist/index.js")
+    }
+
     /// The `node_modules` folder (`NODE_PATH` of the fixture server).
     pub fn modules(&self) -> PathBuf {
         self.dir.join("node_modules")
@@ -107,7 +113,7 @@ pub fn suite() -> Option<Suite> {
         .map(PathBuf::from)
         .unwrap_or_else(|| mcp_peers().join("suite"));
     let s = Suite { dir };
-    for file in [s.conformance(), s.node()] {
+    for file in [s.conformance(), s.conformance_2026(), s.node()] {
         if !file.exists() {
             let msg = format!(
                 "test peer missing: {} (env TOOLHOST_MCP_SUITE names the suite's folder); \

@@ -1,6 +1,6 @@
 //! [`GatewayError`]: why a request the gateway passes on failed, and the JSON-RPC error a
 //! client gets for it (the wrapped server's own code when it refused; never its `data`,
-//! which is unbounded).
+//! which is unbounded; an unknown resource's URI as `data.uri`).
 
 use rmcp::ErrorData;
 
@@ -40,8 +40,10 @@ impl From<GatewayError> for ErrorData {
                 )
             }
             GatewayError::Upstream(other) => ErrorData::internal_error(other.to_string(), None),
-            e @ GatewayError::UnknownResource(_) => {
-                ErrorData::resource_not_found(e.to_string(), None)
+            // The URI is the client's own: `data.uri` names it back (SEP-2164).
+            GatewayError::UnknownResource(uri) => {
+                let message = format!("no wrapped MCP server offers the resource {uri:?}");
+                ErrorData::resource_not_found(message, Some(serde_json::json!({ "uri": uri })))
             }
             e @ GatewayError::UnknownPrompt(_) => ErrorData::invalid_params(e.to_string(), None),
             e @ GatewayError::Unsupported { .. } => ErrorData::invalid_request(e.to_string(), None),
