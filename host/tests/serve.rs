@@ -183,3 +183,215 @@ fn python_client_over_http_lists_and_calls() {
     );
     check(&serde_json::from_str(stdout.trim()).unwrap());
 }
+
+/// A 2026-07-28 client of `serve --http`, asked through `input_required` rounds: toolhost's
+/// own approval (a restartable round), then the wrapped server's question (a parked
+/// round), attacked as a hostile client would: a tampered, a replayed and a transplanted
+/// `requestState`, an answer of the wrong shape, a server that asks forever, a header
+/// that contradicts the body, a malformed `_meta`; each followed by a call that works.
+#[test]
+fn a_2026_client_answers_in_rounds_and_cannot_forge_or_replay_them() {
+    use toolhost_testkit::http::{mcp_2026, rpc_message};
+    let Some(python) = python() else { return };
+    let dir = toolhost_testkit::temp_dir("serve-rounds");
+    std::fs::write(
+        dir.join("toolhost.toml"),
+        format!(
+            "[mcp.servers.ask]\ncommand = {:?}\nargs = [{:?}]\ndefault_risk = \"destructive\"\n",
+            python.display().to_string(),
+            fixtures().join("asking_server.py").display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    let serve = toolhost_testkit::serve::ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        &dir,
+        &["--plugins", "plugins", "--no-audit", "--no-watch"],
+        &[],
+        "all tools loaded",
+        Duration::from_secs(120),
+    );
+    let addr = serve.addr();
+    let caps = json!({"elicitation": {"form": {}}});
+    let schema = json!({"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]});
+    let args = json!({"message": "Favourite colour?", "schema": schema.to_string()});
+    let call = |params: Value| {
+        let name = params["name"].as_str().unwrap().to_string();
+        let r = mcp_2026(&addr, "tools/call", Some(&name), params, caps.clone()).unwrap();
+        let msg = rpc_message(&r)
+            .unwrap_or_else(|| panic!("no message: {} {}\n{}", r.head, r.body, serve.stderr()));
+        (r.status, msg)
+    };
+    let ask = |extra: Value| {
+        let mut p = json!({"name": "ask", "arguments": args});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        call(p)
+    };
+    let refused = |(status, msg): (u16, Value), why: &str| {
+        assert_eq!(msg["error"]["code"], -32602, "{status} {msg}");
+        let m = msg["error"]["message"].as_str().unwrap();
+        assert!(m.contains(why), "{m}");
+    };
+
+    // Round 1: toolhost's approval, before anything runs.
+    let (_, r1) = ask(json!({}));
+    let r1 = &r1["result"];
+    assert_eq!(r1["resultType"], "input_required", "{r1}");
+    let q = &r1["inputRequests"]["toolhost_approval"];
+    assert_eq!(q["method"], "elicitation/create", "{r1}");
+    assert!(
+        q["params"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolhost approval:"),
+        "{q}"
+    );
+    let s1 = r1["requestState"].as_str().unwrap().to_string();
+    let approve =
+        json!({"toolhost_approval": {"action": "accept", "content": {"decision": "once"}}});
+
+    // A tampered state, the state with other arguments, an answer that is not an object:
+    // refused, nothing runs.
+    let mut tampered = s1.clone();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    refused(
+        ask(json!({"requestState": tampered, "inputResponses": approve})),
+        "requestState refused",
+    );
+    let mut other = json!({"name": "ask", "arguments": {"message": "Your password?", "schema": schema.to_string()}});
+    other["requestState"] = json!(s1);
+    other["inputResponses"] = approve.clone();
+    refused(call(other), "requestState refused");
+
+    // The approval given: the call runs, and the wrapped server's question comes as
+    // round 2, tagged with the server's name.
+    let (_, r2) = ask(json!({"requestState": s1, "inputResponses": approve}));
+    let r2 = &r2["result"];
+    assert_eq!(r2["resultType"], "input_required", "{r2}");
+    let (key, q) = r2["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert!(
+        q["params"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("[ask]"),
+        "{q}"
+    );
+    let s2 = r2["requestState"].as_str().unwrap().to_string();
+    // The approval's state again: used already (a replay must not run the call twice).
+    refused(
+        ask(json!({"requestState": s1, "inputResponses": approve})),
+        "used already",
+    );
+    // An answer of the wrong shape.
+    refused(
+        ask(json!({"requestState": s2, "inputResponses": {key.clone(): 12345}})),
+        "must be an object",
+    );
+    // That attempt spent the state; the parked call is still there for a fresh state?
+    // No: each state continues once. The client starts over, and this time answers well.
+    let (_, a) = ask(json!({}));
+    let s1 = a["result"]["requestState"].as_str().unwrap().to_string();
+    let (_, b) = ask(json!({"requestState": s1, "inputResponses": approve}));
+    let b = &b["result"];
+    let (key, _) = b["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    let s2 = b["requestState"].as_str().unwrap().to_string();
+    let answer = json!({key.clone(): {"action": "accept", "content": {"colour": "green"}}});
+    let (_, done) = ask(json!({"requestState": s2, "inputResponses": answer}));
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("green") && text.contains("accept"), "{text}");
+    refused(
+        ask(json!({"requestState": s2, "inputResponses": answer})),
+        "used already",
+    );
+
+    // A server that asks forever: bounded rounds, then the request is refused.
+    let forever = |extra: Value| {
+        let mut p = json!({"name": "ask_forever", "arguments": {}});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        call(p)
+    };
+    let (_, mut msg) = forever(json!({}));
+    let mut rounds = 0;
+    while msg["result"]["resultType"] == "input_required" {
+        rounds += 1;
+        assert!(rounds <= 11, "more rounds than the bound: {msg}");
+        let r = &msg["result"];
+        let answers: serde_json::Map<String, Value> = r["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| {
+                let a = if k == "toolhost_approval" {
+                    json!({"action": "accept", "content": {"decision": "once"}})
+                } else {
+                    json!({"action": "accept", "content": {"more": true}})
+                };
+                (k.clone(), a)
+            })
+            .collect();
+        msg = forever(json!({"requestState": r["requestState"], "inputResponses": answers})).1;
+    }
+    assert_eq!(rounds, 10, "{msg}");
+    assert!(
+        msg["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("more than 10 rounds"),
+        "{msg}"
+    );
+
+    // A header that contradicts the body, a malformed `_meta`: HTTP 400, nothing runs.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask", "arguments": args, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let r = toolhost_testkit::http::request(
+        &addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        &body.to_string(),
+    )
+    .unwrap();
+    assert_eq!(r.status, 400, "{} {}", r.head, r.body);
+    let r = mcp_2026(
+        &addr,
+        "tools/list",
+        None,
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 2026}}),
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(r.status, 400, "{} {}", r.head, r.body);
+
+    // And a good request still works.
+    let r = mcp_2026(&addr, "tools/list", None, json!({}), json!({})).unwrap();
+    let tools = rpc_message(&r).unwrap();
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "ask"),
+        "{tools}"
+    );
+}

@@ -101,3 +101,53 @@ pub fn mcp_call(addr: &str, session: &str, tool: &str, args: &str) -> std::io::R
     );
     mcp_post(addr, "/mcp", Some(session), &body)
 }
+
+/// The protocol revision of [`mcp_2026`].
+pub const REVISION_2026: &str = "2026-07-28";
+
+/// A stateless request of the 2026-07-28 revision: `method` with `params` (a JSON object;
+/// `_meta` with the protocol version, client info and `capabilities` is added unless it
+/// has one), the `MCP-Protocol-Version`, `Mcp-Method` and (for `name`) `Mcp-Name`
+/// headers, and no session.
+pub fn mcp_2026(
+    addr: &str,
+    method: &str,
+    name: Option<&str>,
+    mut params: serde_json::Value,
+    capabilities: serde_json::Value,
+) -> std::io::Result<Response> {
+    if let Some(p) = params.as_object_mut() {
+        p.entry("_meta").or_insert_with(|| {
+            serde_json::json!({
+                "io.modelcontextprotocol/protocolVersion": REVISION_2026,
+                "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "0"},
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+            })
+        });
+    }
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", REVISION_2026),
+        ("Mcp-Method", method),
+    ];
+    if let Some(n) = name {
+        headers.push(("Mcp-Name", n));
+    }
+    request(addr, "POST", "/mcp", &headers, &body.to_string())
+}
+
+/// The JSON-RPC message of a response body: the body itself (`application/json`), or
+/// the last `data:` line of an event stream that holds a result or an error.
+pub fn rpc_message(r: &Response) -> Option<serde_json::Value> {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(r.body.trim()) {
+        return Some(v);
+    }
+    r.body
+        .lines()
+        .rev()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+        .find(|v| v.get("result").is_some() || v.get("error").is_some())
+}
