@@ -25,6 +25,7 @@ mod connection;
 mod features;
 mod hooks;
 mod http_client;
+mod rounds;
 mod transport;
 
 use std::collections::HashMap;
@@ -69,6 +70,8 @@ struct Config {
     /// Whether this server's forms may ask for secret-looking fields
     /// ([`crate::attribution`]).
     allow_secret_fields: bool,
+    /// The protocol revision spoken to the server.
+    protocol: crate::config::McpProtocol,
 }
 
 #[derive(Default)]
@@ -144,6 +147,7 @@ impl McpClient {
                 oauth: None,
                 oauth_client: Default::default(),
                 allow_secret_fields: false,
+                protocol: crate::config::McpProtocol::Initialize,
             }),
             shared: Arc::new(Shared {
                 slot: tokio::sync::Mutex::new(Slot::default()),
@@ -202,6 +206,13 @@ impl McpClient {
     /// `[mcp.servers.NAME]`; see [`crate::attribution`]).
     pub fn with_secret_fields(mut self, allow: bool) -> Self {
         Arc::make_mut(&mut self.cfg).allow_secret_fields = allow;
+        self
+    }
+
+    /// Sets the protocol revision spoken to the server (`protocol` in
+    /// `[mcp.servers.NAME]`).
+    pub fn with_protocol(mut self, protocol: crate::config::McpProtocol) -> Self {
+        Arc::make_mut(&mut self.cfg).protocol = protocol;
         self
     }
 
@@ -431,7 +442,6 @@ impl McpClient {
         args: Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, McpClientError> {
-        let what = format!("tools/call {name}");
         let arguments = match args {
             Value::Object(m) => Some(m),
             Value::Null => None,
@@ -442,9 +452,44 @@ impl McpClient {
                 });
             }
         };
-        let peer = self.peer().await?;
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = arguments;
+        // A server of the 2026-07-28 revision may answer `input_required`: its questions
+        // are answered as its requests back are (the client of `serve` whose call it is,
+        // or the person at the terminal), and the call is sent again with the answers,
+        // at most `MAX_INPUT_ROUNDS` times.
+        for _ in 0..=rounds::MAX_INPUT_ROUNDS {
+            match self.call_tool_round(name, params.clone(), ctx).await? {
+                Round::Complete(result) => {
+                    self.shared.failures.store(0, Ordering::Relaxed);
+                    return output_from_result(&self.cfg.server, name, result);
+                }
+                Round::Input(input) => {
+                    let answers = self.answer_inputs(input.input_requests, ctx).await;
+                    params.input_responses = Some(answers);
+                    params.request_state = input.request_state;
+                }
+            }
+        }
+        Err(McpClientError::Protocol {
+            server: self.cfg.server.clone(),
+            what: format!("tools/call {name}"),
+            message: format!(
+                "the server asked for input more than {} times; gave up",
+                rounds::MAX_INPUT_ROUNDS
+            ),
+        })
+    }
+
+    /// One round of a `tools/call`: the server's result, or its questions.
+    async fn call_tool_round(
+        &self,
+        name: &str,
+        params: CallToolRequestParams,
+        ctx: &ToolContext,
+    ) -> Result<Round, McpClientError> {
+        let what = format!("tools/call {name}");
+        let peer = self.peer().await?;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // The call is in flight from the moment its request may reach the server: a fast
         // server asks its question back (elicitation, sampling) before `send_request`
@@ -502,6 +547,7 @@ impl McpClient {
         let result: CallToolResult = match result {
             ServerResult::CallToolResult(r) => r,
             ServerResult::EmptyResult(_) => CallToolResult::default(),
+            ServerResult::InputRequiredResult(r) => return Ok(Round::Input(r)),
             other => {
                 return Err(McpClientError::Protocol {
                     server: self.cfg.server.clone(),
@@ -510,8 +556,7 @@ impl McpClient {
                 });
             }
         };
-        self.shared.failures.store(0, Ordering::Relaxed);
-        output_from_result(&self.cfg.server, name, result)
+        Ok(Round::Complete(result))
     }
 
     /// The cached tool list, if any (for [`McpClient::into_tools`]).
@@ -533,6 +578,14 @@ impl McpClient {
     pub(crate) fn stop_token(&self) -> CancellationToken {
         self.shared.stop.clone()
     }
+}
+
+/// What one round of a `tools/call` came back with.
+enum Round {
+    /// The tool's result.
+    Complete(CallToolResult),
+    /// The server's questions (2026-07-28 `input_required`).
+    Input(rmcp::model::InputRequiredResult),
 }
 
 /// The route of a call whose request is being sent, filed under a progress token of

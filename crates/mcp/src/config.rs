@@ -167,6 +167,26 @@ pub struct McpServerConfig {
     /// tokens, keys), flagged; by default they are refused ([`crate::attribution`]).
     #[serde(default)]
     pub allow_secret_fields: bool,
+    /// The protocol revision toolhost speaks to this server (default `2025-11-25`).
+    #[serde(default)]
+    pub protocol: McpProtocol,
+}
+
+/// `protocol` of `[mcp.servers.NAME]`: which revision toolhost speaks to the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum McpProtocol {
+    /// 2025-11-25 and older: the `initialize` handshake and a session.
+    #[default]
+    #[serde(rename = "2025-11-25")]
+    Initialize,
+    /// 2026-07-28: `server/discover`, then stateless requests carrying their version,
+    /// client info and capabilities in `_meta`, `Mcp-Method`/`Mcp-Name` headers, and
+    /// `input_required` rounds answered as the server's requests are today.
+    #[serde(rename = "2026-07-28")]
+    Discover,
+    /// 2026-07-28 when the server offers it (`server/discover` answered), else 2025-11-25.
+    #[serde(rename = "auto")]
+    Auto,
 }
 
 impl McpServerConfig {
@@ -319,7 +339,8 @@ pub async fn connect_all_filtered(
             .with_tool_rules(server.tool_rules(config.default_risk))
             .with_oauth_store(crate::oauth::OAuthStore::default_location().ok())
             .with_oauth_client(oauth_client)
-            .with_secret_fields(server.allow_secret_fields);
+            .with_secret_fields(server.allow_secret_fields)
+            .with_protocol(server.protocol);
         set.spawn(async move {
             let r = client.connect().await;
             (client, r)

@@ -56,7 +56,7 @@ runtime! {
     pub mod tool;
     pub use approver::ClientApprover;
     pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
-    pub use config::{McpConfig, McpServerConfig};
+    pub use config::{McpConfig, McpProtocol, McpServerConfig};
     pub use downstream::{DownstreamClient, LocalLogin, LocalUser};
     pub use error::{
         McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,

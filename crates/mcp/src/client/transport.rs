@@ -13,7 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rmcp::service::{ClientCacheConfig, RoleClient, RunningService, ServiceExt};
+use rmcp::service::{
+    ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RoleClient,
+    RunningService, ServiceExt,
+};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -314,6 +318,7 @@ impl McpClient {
             McpTransport::StreamableHttp { url, headers } => {
                 let server = self.cfg.server.clone();
                 let timeout = self.cfg.timeout;
+                let protocol = self.cfg.protocol;
                 let hooks = self.hooks();
                 let mut map = HashMap::new();
                 let mut auth = None;
@@ -390,7 +395,7 @@ impl McpClient {
                             machine: None,
                         };
                         let transport = StreamableHttpClientTransport::with_client(client, cfg);
-                        tokio::time::timeout(timeout, hooks.serve(transport)).await
+                        tokio::time::timeout(timeout, start(hooks, transport, protocol)).await
                     }
                     None if machine.is_some() => {
                         let client = super::http_client::Watched {
@@ -399,11 +404,11 @@ impl McpClient {
                             machine,
                         };
                         let transport = StreamableHttpClientTransport::with_client(client, cfg);
-                        tokio::time::timeout(timeout, hooks.serve(transport)).await
+                        tokio::time::timeout(timeout, start(hooks, transport, protocol)).await
                     }
                     None => {
                         let transport = StreamableHttpClientTransport::from_config(cfg);
-                        tokio::time::timeout(timeout, hooks.serve(transport)).await
+                        tokio::time::timeout(timeout, start(hooks, transport, protocol)).await
                     }
                 };
                 let service = match served {
@@ -444,6 +449,7 @@ impl McpClient {
     ) -> Result<Conn, McpClientError> {
         let server = self.cfg.server.clone();
         let timeout = self.cfg.timeout;
+        let protocol = self.cfg.protocol;
         let hooks = self.hooks();
         let program = resolve_command(command);
         let mut cmd = tokio::process::Command::new(&program);
@@ -502,7 +508,7 @@ impl McpClient {
         let reader = LineGuard::with_state(stdout, self.cfg.limits.max_line_bytes, state.clone());
         let transport = AsyncRwTransport::<RoleClient, _, _>::new_client(reader, stdin)
             .with_max_line_length(codec_max_line(self.cfg.limits.max_line_bytes));
-        let served = tokio::time::timeout(timeout, hooks.serve(transport)).await;
+        let served = tokio::time::timeout(timeout, start(hooks, transport, protocol)).await;
         let service = match served {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
@@ -548,6 +554,36 @@ impl McpClient {
             state,
             protocol,
             credential,
+        }
+    }
+}
+
+/// Starts the client session over `transport` in the revision `protocol` names.
+async fn start<T, E, A>(
+    hooks: Hooks,
+    transport: T,
+    protocol: crate::config::McpProtocol,
+) -> Result<RunningService<RoleClient, Hooks>, ClientInitializeError>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use crate::config::McpProtocol;
+    let modern = vec![ProtocolVersion::V_2026_07_28];
+    match protocol {
+        McpProtocol::Initialize => hooks.serve(transport).await,
+        McpProtocol::Discover => {
+            let mode = ClientLifecycleMode::Discover {
+                preferred_versions: modern,
+            };
+            hooks.serve_with_lifecycle(transport, mode).await
+        }
+        McpProtocol::Auto => {
+            let mode = ClientLifecycleMode::Auto {
+                preferred_versions: modern,
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            };
+            hooks.serve_with_lifecycle(transport, mode).await
         }
     }
 }
