@@ -5,6 +5,11 @@
 //! mid-run: the clients whose sessions it held get `404` for the lost session from the
 //! other one, open a new session there (an MCP client's normal retry) and go on; no call
 //! is lost.
+//!
+//! Clients of the 2026-07-28 revision hold no session: their requests go to any replica
+//! (no affinity), and an approval round begun on one replica is finished on another when
+//! the replicas share `[serve] request_state_key_file`; a replica with a key of its own
+//! refuses the state.
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -28,16 +33,25 @@ impl Drop for Haproxy {
 
 /// The HAProxy set-up of docs/deploy.md, for `replicas` as (MCP address, admin address).
 fn haproxy_config(port: u16, replicas: &[(String, String)]) -> String {
+    haproxy_config_with(port, replicas, true)
+}
+
+/// The same, with session affinity (`sticky`) or plain round robin.
+fn haproxy_config_with(port: u16, replicas: &[(String, String)], sticky: bool) -> String {
+    let stick = if sticky {
+        "  stick-table type string len 64 size 100k expire 30m\n  \
+         stick on req.hdr(mcp-session-id)\n  \
+         stick store-response res.hdr(mcp-session-id)\n"
+    } else {
+        ""
+    };
     let mut cfg = format!(
         "global\n  maxconn 256\n\
          defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n  \
          retries 2\n  option redispatch\n\
          frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend toolhost\n\
          backend toolhost\n  balance roundrobin\n  option httpchk GET /readyz\n  \
-         http-check expect status 200\n  \
-         stick-table type string len 64 size 100k expire 30m\n  \
-         stick on req.hdr(mcp-session-id)\n  \
-         stick store-response res.hdr(mcp-session-id)\n"
+         http-check expect status 200\n{stick}"
     );
     for (i, (mcp, admin)) in replicas.iter().enumerate() {
         let admin_port = admin.rsplit(':').next().unwrap();
@@ -49,6 +63,11 @@ fn haproxy_config(port: u16, replicas: &[(String, String)]) -> String {
 }
 
 fn replica(dir: &Path, plugins: &Path, name: &str) -> ServeHttp {
+    replica_in(dir, dir, plugins, name)
+}
+
+/// A replica started in `cwd` (its `toolhost.toml`), its data under `dir/name`.
+fn replica_in(cwd: &Path, dir: &Path, plugins: &Path, name: &str) -> ServeHttp {
     let data = dir.join(name);
     std::fs::create_dir_all(&data).unwrap();
     let (cache, data) = (
@@ -57,7 +76,7 @@ fn replica(dir: &Path, plugins: &Path, name: &str) -> ServeHttp {
     );
     ServeHttp::start(
         Path::new(env!("CARGO_BIN_EXE_toolhost")),
-        dir,
+        cwd,
         &[
             "--no-audit",
             "--no-watch",
@@ -219,4 +238,141 @@ fn sessions_spread_over_two_replicas_and_survive_the_loss_of_one() {
     let s = mcp_session(&lb).unwrap();
     let r = mcp_call(&lb, &s, "multiply", r#"{"x": 6, "y": 7}"#).unwrap();
     assert!(r.body.contains("42"), "{r:?}");
+}
+
+/// Starts HAProxy on `port` with `cfg`; returns it once it listens.
+fn start_haproxy(haproxy: &Path, dir: &Path, port: u16, cfg: String) -> Haproxy {
+    let file = dir.join(format!("haproxy-{port}.cfg"));
+    std::fs::write(&file, cfg).unwrap();
+    let lb = Haproxy(
+        Command::new(haproxy)
+            .arg("-db")
+            .arg("-f")
+            .arg(&file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(
+        port_listening(port, Duration::from_secs(30)),
+        "haproxy did not listen"
+    );
+    lb
+}
+
+#[test]
+fn stateless_requests_need_no_affinity_and_approval_rounds_cross_replicas() {
+    use serde_json::{Value, json};
+    use toolhost_testkit::http::{mcp_2026, rpc_message};
+    let (Some(haproxy), Some(python)) = (peers::haproxy(), peers::python()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    // Two replicas sharing the key, one with a key of its own; each wraps the Python
+    // fixture server, rated destructive, so `shout` needs an approval.
+    let wrapped = format!(
+        "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\ndefault_risk = \"destructive\"\n",
+        python.display().to_string(),
+        peers::mcp_fixture("py_server.py").display().to_string()
+    );
+    let shared = dir.path().join("shared");
+    let own = dir.path().join("own");
+    for (d, key) in [(&shared, "k".repeat(40)), (&own, "o".repeat(40))] {
+        std::fs::create_dir_all(d).unwrap();
+        let key_file = d.join("state.key");
+        std::fs::write(&key_file, key).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        std::fs::write(
+            d.join("toolhost.toml"),
+            format!(
+                "{wrapped}[serve]\nrequest_state_key_file = {:?}\n",
+                key_file.display().to_string()
+            ),
+        )
+        .unwrap();
+    }
+    let r0 = replica_in(&shared, dir.path(), &plugins, "r0");
+    let r1 = replica_in(&shared, dir.path(), &plugins, "r1");
+    let r2 = replica_in(&own, dir.path(), &plugins, "r2");
+    let caps = json!({"elicitation": {"form": {}}});
+    let shout = |addr: &str, extra: Value| {
+        let mut p = json!({"name": "shout", "arguments": {"text": "hello"}});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let r = mcp_2026(addr, "tools/call", Some("shout"), p, caps.clone()).unwrap();
+        rpc_message(&r).unwrap_or_else(|| panic!("{} {}", r.head, r.body))
+    };
+    let approve =
+        json!({"toolhost_approval": {"action": "accept", "content": {"decision": "once"}}});
+
+    // Asked on r0, answered on r1: the same key, so r1 runs the call; on r2 (its own
+    // key) the state is refused.
+    let first = shout(&r0.addr(), json!({}));
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"].clone();
+    let other = shout(
+        &r2.addr(),
+        json!({"requestState": state, "inputResponses": approve}),
+    );
+    assert_eq!(other["error"]["code"], -32602, "{other}");
+    let done = shout(
+        &r1.addr(),
+        json!({"requestState": state, "inputResponses": approve}),
+    );
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert!(done.to_string().contains("HELLO"), "{done}");
+
+    // Behind a plain round-robin balancer (no affinity), each call's two requests land
+    // on different replicas; every call completes.
+    let admins = [r0.admin_addr().unwrap(), r1.admin_addr().unwrap()];
+    let port = free_port();
+    let _lb = start_haproxy(
+        &haproxy,
+        dir.path(),
+        port,
+        haproxy_config_with(
+            port,
+            &[
+                (r0.addr(), admins[0].clone()),
+                (r1.addr(), admins[1].clone()),
+            ],
+            false,
+        ),
+    );
+    let lb = format!("127.0.0.1:{port}");
+    // Both replicas healthy before the calls start.
+    std::thread::sleep(Duration::from_millis(800));
+    for i in 0..6 {
+        let first = shout(&lb, json!({}));
+        assert_eq!(
+            first["result"]["resultType"], "input_required",
+            "call {i}: {first}"
+        );
+        let state = first["result"]["requestState"].clone();
+        let done = shout(
+            &lb,
+            json!({"requestState": state, "inputResponses": approve}),
+        );
+        assert!(done.to_string().contains("HELLO"), "call {i}: {done}");
+    }
+    let ok = |admin: &str| -> f64 {
+        let m = request(admin, "GET", "/metrics", &[], "").unwrap().body;
+        m.lines()
+            .filter(|l| {
+                l.starts_with("toolhost_tool_calls_total{")
+                    && l.contains(r#"tool="shout""#)
+                    && l.contains(r#"outcome="ok""#)
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert_eq!(ok(&admins[0]) + ok(&admins[1]), 7.0);
 }
