@@ -460,11 +460,11 @@ impl McpClient {
         // at most `MAX_INPUT_ROUNDS` times.
         for _ in 0..=rounds::MAX_INPUT_ROUNDS {
             match self.call_tool_round(name, params.clone(), ctx).await? {
-                Round::Complete(result) => {
+                rounds::Round::Complete(result) => {
                     self.shared.failures.store(0, Ordering::Relaxed);
                     return output_from_result(&self.cfg.server, name, result);
                 }
-                Round::Input(input) => {
+                rounds::Round::Input(input) => {
                     let answers = self.answer_inputs(input.input_requests, ctx).await;
                     params.input_responses = Some(answers);
                     params.request_state = input.request_state;
@@ -487,7 +487,7 @@ impl McpClient {
         name: &str,
         params: CallToolRequestParams,
         ctx: &ToolContext,
-    ) -> Result<Round, McpClientError> {
+    ) -> Result<rounds::Round, McpClientError> {
         let what = format!("tools/call {name}");
         let peer = self.peer().await?;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
@@ -547,7 +547,7 @@ impl McpClient {
         let result: CallToolResult = match result {
             ServerResult::CallToolResult(r) => r,
             ServerResult::EmptyResult(_) => CallToolResult::default(),
-            ServerResult::InputRequiredResult(r) => return Ok(Round::Input(r)),
+            ServerResult::InputRequiredResult(r) => return Ok(rounds::Round::Input(r)),
             other => {
                 return Err(McpClientError::Protocol {
                     server: self.cfg.server.clone(),
@@ -556,7 +556,7 @@ impl McpClient {
                 });
             }
         };
-        Ok(Round::Complete(result))
+        Ok(rounds::Round::Complete(result))
     }
 
     /// The cached tool list, if any (for [`McpClient::into_tools`]).
@@ -578,14 +578,6 @@ impl McpClient {
     pub(crate) fn stop_token(&self) -> CancellationToken {
         self.shared.stop.clone()
     }
-}
-
-/// What one round of a `tools/call` came back with.
-enum Round {
-    /// The tool's result.
-    Complete(CallToolResult),
-    /// The server's questions (2026-07-28 `input_required`).
-    Input(rmcp::model::InputRequiredResult),
 }
 
 /// The route of a call whose request is being sent, filed under a progress token of

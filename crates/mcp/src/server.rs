@@ -55,23 +55,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
+    PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
     ResourcesCapability, ResultType, ServerCapabilities, ServerResult, ServerConfig, SubscribeRequestParams,
     SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use toolhost_core::tools::{
-    Permission, RiskLevel, ServedHints, ToolCall, ToolContext, ToolEntry, ToolOutput, ToolRegistry,
+    Permission, RiskLevel, ServedHints, ToolContext, ToolEntry, ToolRegistry,
 };
 
 mod auth;
+mod calls;
 mod drain;
 mod gateway_session;
 mod http;
@@ -79,8 +79,9 @@ mod rounds;
 mod sessions;
 mod stdio;
 
-use crate::content::{block_to_mcp, icon_to_mcp};
+use crate::content::icon_to_mcp;
 use crate::gateway::Gateway;
+use calls::{is_stateless, principal};
 use gateway_session::GatewaySession;
 
 pub use auth::BearerTokens;
@@ -263,104 +264,8 @@ fn tool_of(entry: &ToolEntry) -> Tool {
     tool
 }
 
-/// The MCP result of a successful call: the output's content blocks as they are (else
-/// its render text as one text block), and `structuredContent`: the canonical value as it
-/// is when the tool declares an output schema (the registry checked it conforms), else
-/// the canonical value with non-objects wrapped as `{"result": value}`.
-fn success_result(out: ToolOutput, declares_output_schema: bool) -> CallToolResult {
-    let content = if out.content.is_empty() {
-        vec![ContentBlock::text(out.render)]
-    } else {
-        out.content.iter().map(block_to_mcp).collect()
-    };
-    let structured = match out.canonical {
-        Value::Object(m) => Value::Object(m),
-        other if declares_output_schema => other,
-        other => json!({ "result": other }),
-    };
-    let mut r = CallToolResult::success(content);
-    r.structured_content = Some(structured);
-    r
-}
-
-/// Whether the request is of the 2026-07-28 revision or later (stateless: its client
-/// cannot be sent requests, it is asked through `input_required` results).
-fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
-}
-
-/// Who sent the request, as far as toolhost knows: the bearer token it carried (by its
-/// position among the configured ones), else nobody in particular.
-fn principal(context: &RequestContext<RoleServer>) -> String {
-    context
-        .extensions
-        .get::<::http::request::Parts>()
-        .and_then(|p| p.extensions.get::<auth::AuthenticatedToken>())
-        .map_or_else(|| "anonymous".to_string(), |t| format!("token:{}", t.0))
-}
 
 impl McpServer {
-    /// The registry pipeline for one `tools/call`, as a task of its own: `client` is
-    /// who is asked (approvals, a wrapped server's requests back), progress goes to the
-    /// request's progress token, and the request's cancellation cancels it.
-    fn call_future(
-        &self,
-        name: String,
-        args: Value,
-        client: crate::DownstreamClient,
-        cancel: StopToken,
-        context: &RequestContext<RoleServer>,
-    ) -> impl std::future::Future<Output = CallToolResult> + Send + 'static {
-        let registry = self.registry.clone();
-        let mut ctx = ToolContext::new(self.session.id.clone(), context.id.to_string())
-            .with_cancellation(cancel)
-            .with(client)
-            .with(self.session.gateway.log_sink());
-        let mut forward = None;
-        if let Some(token) = context.meta.get_progress_token() {
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            ctx = ctx.with_progress(tx);
-            let peer: Peer<RoleServer> = context.peer.clone();
-            forward = Some(tokio::spawn(async move {
-                while let Some(ev) = rx.recv().await {
-                    let mut p = ProgressNotificationParam::new(token.clone(), ev.progress);
-                    p.total = ev.total;
-                    p.message = ev.message;
-                    if peer.notify_progress(p).await.is_err() {
-                        break;
-                    }
-                }
-            }));
-        }
-        let declares_output_schema = registry
-            .entry(&name)
-            .is_some_and(|e| e.metadata().output_schema.is_some());
-        let call = ToolCall::with_id(format!("mcp-{}", context.id), name, args);
-        async move {
-            let inv = registry.invoke_call(call, &ctx).await;
-            drop(ctx);
-            if let Some(f) = forward {
-                // Let queued progress reach the client before the result.
-                let _ = tokio::time::timeout(Duration::from_millis(200), f).await;
-            }
-            match inv.output {
-                Ok(out) => success_result(out, declares_output_schema),
-                Err(e) => error_result(e.kind(), e.to_string()),
-            }
-        }
-    }
-
-    fn rounds_or_refuse(&self) -> Result<Arc<rounds::Rounds>, ErrorData> {
-        self.rounds.clone().ok_or_else(|| {
-            ErrorData::internal_error(
-                "multi-round requests are unavailable on this server (see its log)",
-                None,
-            )
-        })
-    }
-
     fn gateway_or_not_found(&self, method: &'static str) -> Result<&Gateway, ErrorData> {
         self.gateway
             .as_ref()
@@ -375,11 +280,6 @@ fn complete_result_type(result_type: &mut Option<ResultType>) {
     result_type.get_or_insert(ResultType::COMPLETE);
 }
 
-fn error_result(kind: &str, message: String) -> CallToolResult {
-    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
-    r.structured_content = Some(json!({"error": kind, "message": message}));
-    r
-}
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {

@@ -433,22 +433,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_wait_may_be_zero_a_timeout_may_not() {
-        for zero in ["0", "0s", "0ms", "0.0s", " 0m "] {
-            assert_eq!(parse_wait(zero), Ok(Duration::ZERO), "{zero}");
-            assert!(parse_duration(zero).is_err(), "{zero}");
-        }
-        assert_eq!(parse_wait("250ms"), Ok(Duration::from_millis(250)));
-        assert!(parse_wait("0x").is_err());
-        assert!(parse_wait("-1s").is_err());
-    }
-}
-
 /// The bytes of a secret file: refused when group or others may read it (Unix).
 fn read_secret_file(file: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     #[cfg(unix)]
@@ -468,4 +452,20 @@ fn read_secret_file(file: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     let key = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     // A trailing newline (an editor's, `echo`'s) is not part of the key.
     Ok(key.trim_ascii_end().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_may_be_zero_a_timeout_may_not() {
+        for zero in ["0", "0s", "0ms", "0.0s", " 0m "] {
+            assert_eq!(parse_wait(zero), Ok(Duration::ZERO), "{zero}");
+            assert!(parse_duration(zero).is_err(), "{zero}");
+        }
+        assert_eq!(parse_wait("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_wait("0x").is_err());
+        assert!(parse_wait("-1s").is_err());
+    }
 }

@@ -8,7 +8,7 @@
 //! questions a round are answered (a server asking more gets no answer to the rest).
 
 use rmcp::ClientHandler;
-use rmcp::model::{InputRequest, InputRequests, InputResponses, RequestId};
+use rmcp::model::{CallToolResult, InputRequest, InputRequests, InputResponses, RequestId};
 use rmcp::service::RequestContext;
 use toolhost_core::tools::ToolContext;
 
@@ -87,4 +87,12 @@ impl McpClient {
         }
         answers
     }
+}
+
+/// What one round of a `tools/call` came back with.
+pub(super) enum Round {
+    /// The tool's result.
+    Complete(CallToolResult),
+    /// The server's questions (2026-07-28 `input_required`).
+    Input(rmcp::model::InputRequiredResult),
 }

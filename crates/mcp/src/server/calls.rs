@@ -1,0 +1,121 @@
+//! The parts of [`McpServer`]'s handler that run a request as a task of its own: the
+//! registry pipeline of one `tools/call`, and what a 2026-07-28 request is bound to
+//! (its sender and revision) for its multi-round-trip rounds (`rounds.rs`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use toolhost_core::tools::{ToolCall, ToolContext, ToolOutput};
+
+use super::{McpServer, StopToken, rounds};
+use crate::content::block_to_mcp;
+
+/// Whether the request is of the 2026-07-28 revision or later (stateless: its client
+/// cannot be sent requests, it is asked through `input_required` results).
+pub(super) fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Who sent the request, as far as toolhost knows: the bearer token it carried (by its
+/// position among the configured ones), else nobody in particular.
+pub(super) fn principal(context: &RequestContext<RoleServer>) -> String {
+    context
+        .extensions
+        .get::<::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<super::auth::AuthenticatedToken>())
+        .map_or_else(|| "anonymous".to_string(), |t| format!("token:{}", t.0))
+}
+
+impl McpServer {
+    /// The registry pipeline for one `tools/call`, as a task of its own: `client` is
+    /// who is asked (approvals, a wrapped server's requests back), progress goes to the
+    /// request's progress token, and the request's cancellation cancels it.
+    pub(super) fn call_future(
+        &self,
+        name: String,
+        args: Value,
+        client: crate::DownstreamClient,
+        cancel: StopToken,
+        context: &RequestContext<RoleServer>,
+    ) -> impl std::future::Future<Output = CallToolResult> + Send + 'static {
+        let registry = self.registry.clone();
+        let mut ctx = ToolContext::new(self.session.id.clone(), context.id.to_string())
+            .with_cancellation(cancel)
+            .with(client)
+            .with(self.session.gateway.log_sink());
+        let mut forward = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            ctx = ctx.with_progress(tx);
+            let peer: Peer<RoleServer> = context.peer.clone();
+            forward = Some(tokio::spawn(async move {
+                while let Some(ev) = rx.recv().await {
+                    let mut p = ProgressNotificationParam::new(token.clone(), ev.progress);
+                    p.total = ev.total;
+                    p.message = ev.message;
+                    if peer.notify_progress(p).await.is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+        let declares_output_schema = registry
+            .entry(&name)
+            .is_some_and(|e| e.metadata().output_schema.is_some());
+        let call = ToolCall::with_id(format!("mcp-{}", context.id), name, args);
+        async move {
+            let inv = registry.invoke_call(call, &ctx).await;
+            drop(ctx);
+            if let Some(f) = forward {
+                // Let queued progress reach the client before the result.
+                let _ = tokio::time::timeout(Duration::from_millis(200), f).await;
+            }
+            match inv.output {
+                Ok(out) => success_result(out, declares_output_schema),
+                Err(e) => error_result(e.kind(), e.to_string()),
+            }
+        }
+    }
+
+    pub(super) fn rounds_or_refuse(&self) -> Result<Arc<rounds::Rounds>, ErrorData> {
+        self.rounds.clone().ok_or_else(|| {
+            ErrorData::internal_error(
+                "multi-round requests are unavailable on this server (see its log)",
+                None,
+            )
+        })
+    }
+}
+
+/// The MCP result of a successful call: the output's content blocks as they are (else
+/// its render text as one text block), and `structuredContent`: the canonical value as it
+/// is when the tool declares an output schema (the registry checked it conforms), else
+/// the canonical value with non-objects wrapped as `{"result": value}`.
+pub(super) fn success_result(out: ToolOutput, declares_output_schema: bool) -> CallToolResult {
+    let content = if out.content.is_empty() {
+        vec![ContentBlock::text(out.render)]
+    } else {
+        out.content.iter().map(block_to_mcp).collect()
+    };
+    let structured = match out.canonical {
+        Value::Object(m) => Value::Object(m),
+        other if declares_output_schema => other,
+        other => json!({ "result": other }),
+    };
+    let mut r = CallToolResult::success(content);
+    r.structured_content = Some(structured);
+    r
+}
+
+fn error_result(kind: &str, message: String) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
+    r.structured_content = Some(json!({"error": kind, "message": message}));
+    r
+}
