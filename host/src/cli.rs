@@ -147,8 +147,13 @@ impl Cli {
 
 /// Logs go to stderr, always: stdout belongs to command output (and to the protocol in
 /// `serve --stdio`). Colours only on a terminal; a log line that cannot be written is
-/// dropped, never a panic (see [`term::LogWriter`]).
-pub fn init_tracing(verbose: u8, quiet: bool) {
+/// dropped, never a panic (see [`term::LogWriter`]). When the environment asks for
+/// OpenTelemetry traces (`toolhost::telemetry`), they are set up too; the returned
+/// pipeline must be shut down before the process exits.
+pub fn init_tracing(verbose: u8, quiet: bool) -> Option<toolhost::telemetry::Traces> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let default = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -158,9 +163,21 @@ pub fn init_tracing(verbose: u8, quiet: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(term::LogWriter)
         .with_ansi(term::stderr_colours())
+        .with_filter(filter);
+    let traces = match toolhost::telemetry::Traces::from_env() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("toolhost: warning: {e}; no traces are exported");
+            None
+        }
+    };
+    let otel = traces.as_ref().map(|t| t.layer());
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(otel)
         .try_init();
+    traces
 }

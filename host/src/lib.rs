@@ -49,4 +49,5 @@ pub mod host;
 pub mod loader;
 pub mod permissions;
 pub mod reload;
+pub mod telemetry;
 pub mod trust;

@@ -9,7 +9,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     cli::term::exit_quietly_on_broken_pipe();
     let cli = cli::Cli::parse();
-    cli::init_tracing(cli.verbose, cli.quiet);
+    let traces = cli::init_tracing(cli.verbose, cli.quiet);
     let mut builder = match cli.worker_threads() {
         Some(1) => tokio::runtime::Builder::new_current_thread(),
         Some(n) => {
@@ -31,6 +31,10 @@ fn main() -> ExitCode {
     // for a client that has gone, the warm-up linking after a load) must not keep the
     // process alive, which dropping the runtime would (it waits for blocking tasks).
     runtime.shutdown_background();
+    // The spans still batched go out before the process ends.
+    if let Some(t) = &traces {
+        t.shutdown();
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -282,3 +282,181 @@ fn sigterm_drains_the_call_in_flight_then_exits() {
     }
     panic!("burn always finished before SIGTERM");
 }
+
+/// An OTLP/HTTP receiver on 127.0.0.1: answers every POST 200 and keeps its body.
+fn otlp_receiver() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = bodies.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let keep = keep.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut len = 0usize;
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some((k, v)) = line.split_once(':')
+                            && k.eq_ignore_ascii_case("content-length")
+                        {
+                            len = v.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0u8; len];
+                    reader.read_exact(&mut body).unwrap();
+                    keep.lock().unwrap().push(body);
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n",
+                    );
+                }
+            });
+        }
+    });
+    (port, bodies)
+}
+
+/// Traces reach an OTLP endpoint: the span of a 2026-07-28 `tools/call` continues the
+/// client's `_meta.traceparent`, the tool's `execute_tool` span is its child with the
+/// outcome; a malformed `traceparent` starts a trace of its own and a made-up tool name
+/// is `(unknown)`; every span is sent by the time the process exits after SIGTERM.
+#[test]
+fn traces_continue_the_clients_trace_and_reach_the_otlp_endpoint() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message;
+    use serde_json::json;
+    use toolhost_testkit::http::{REVISION_2026, mcp_2026, rpc_message};
+
+    let (port, bodies) = otlp_receiver();
+    let (dir, plugins) = work(&[("calc", "calc")]);
+    let env = env(dir.path());
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    env.extend([
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_SERVICE_NAME", "toolhost-under-test"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ]);
+    let mut server = ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        dir.path(),
+        &[
+            "--no-audit",
+            "--no-watch",
+            "--plugins",
+            plugins.to_str().unwrap(),
+        ],
+        &env,
+        "all tools loaded",
+        Duration::from_secs(120),
+    );
+    let addr = server.addr();
+    let meta = |traceparent: &str| {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": REVISION_2026,
+            "io.modelcontextprotocol/clientInfo": {"name": "trace-test", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "traceparent": traceparent,
+            "tracestate": "x".repeat(4000),
+        })
+    };
+    let call = |tool: &str, traceparent: &str| {
+        let params =
+            json!({"name": tool, "arguments": {"x": 2, "y": 3}, "_meta": meta(traceparent)});
+        let r = mcp_2026(&addr, "tools/call", Some(tool), params, json!({})).unwrap();
+        rpc_message(&r).unwrap_or_else(|| panic!("{} {}", r.head, r.body))
+    };
+    let trace_id = "0af7651916cd43dd8448eb211c80319c";
+    let parent = "b7ad6b7169203331";
+    let ok = call("add", &format!("00-{trace_id}-{parent}-01"));
+    assert!(ok.to_string().contains('5'), "{ok}");
+    let hostile = call("add", "00-zzzz-not-a-trace-\u{1b}[2J-01");
+    assert!(hostile.to_string().contains('5'), "{hostile}");
+    let made_up = format!("no_such_tool_{}", "q".repeat(2000));
+    let unknown = call(&made_up, &format!("00-{trace_id}-{parent}-01"));
+    assert!(unknown.to_string().contains("isError"), "{unknown}");
+
+    Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    let status = server.wait_exit(Duration::from_secs(60));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}\n{}",
+        server.stderr()
+    );
+
+    let mut spans = Vec::new();
+    for body in bodies.lock().unwrap().iter() {
+        let req = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
+        for rs in req.resource_spans {
+            let service = rs
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|a| a.key == "service.name")
+                .map(|a| format!("{:?}", a.value));
+            assert!(service.unwrap_or_default().contains("toolhost-under-test"));
+            for ss in rs.scope_spans {
+                spans.extend(ss.spans);
+            }
+        }
+    }
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let attr = |s: &opentelemetry_proto::tonic::trace::v1::Span, k: &str| {
+        s.attributes
+            .iter()
+            .find(|a| a.key == k)
+            .map(|a| format!("{:?}", a.value))
+    };
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    let served: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "tools/call add")
+        .collect();
+    assert_eq!(served.len(), 2, "{names:?}");
+    let continued = served
+        .iter()
+        .find(|s| hex(&s.trace_id) == trace_id)
+        .unwrap_or_else(|| panic!("no span continues the client's trace: {names:?}"));
+    assert_eq!(hex(&continued.parent_span_id), parent);
+    assert_eq!(continued.kind, 2, "a server span");
+    let fresh = served
+        .iter()
+        .find(|s| hex(&s.trace_id) != trace_id)
+        .unwrap();
+    assert!(fresh.parent_span_id.is_empty() && fresh.trace_id.iter().any(|b| *b != 0));
+    let tool = spans
+        .iter()
+        .find(|s| s.name == "execute_tool add" && s.parent_span_id == continued.span_id)
+        .unwrap_or_else(|| panic!("no tool span under the request's: {names:?}"));
+    assert!(attr(tool, "gen_ai.tool.name").unwrap().contains("add"));
+    assert_eq!(tool.status.as_ref().map(|s| s.code), Some(1), "status OK");
+    // The made-up name appears nowhere: its spans are `(unknown)`, with the error.
+    assert!(names.contains(&"tools/call (unknown)"), "{names:?}");
+    let failed = spans
+        .iter()
+        .find(|s| s.name == "execute_tool (unknown)")
+        .unwrap();
+    assert_eq!(
+        failed.status.as_ref().map(|s| s.code),
+        Some(2),
+        "status ERROR"
+    );
+    assert!(attr(failed, "error.type").unwrap().contains("not_found"));
+    assert!(spans.iter().all(|s| !format!("{s:?}").contains("qqqqqqqq")));
+}

@@ -490,6 +490,11 @@ impl McpClient {
     ) -> Result<rounds::Round, McpClientError> {
         let what = format!("tools/call {name}");
         let peer = self.peer().await?;
+        // The call's trace goes on into the server (`_meta.traceparent`).
+        let mut params = params;
+        let mut meta = params.meta.take().unwrap_or_default();
+        crate::trace::inject_current(&mut meta);
+        params.meta = (!meta.0.is_empty()).then_some(meta);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // The call is in flight from the moment its request may reach the server: a fast
         // server asks its question back (elicitation, sampling) before `send_request`

@@ -54,6 +54,7 @@ runtime! {
     pub mod server;
     mod sync;
     pub mod tool;
+    mod trace;
     pub use approver::ClientApprover;
     pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
     pub use config::{McpConfig, McpProtocol, McpServerConfig};

@@ -65,6 +65,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
+use tracing::Instrument;
 use serde_json::{Value, json};
 use toolhost_core::tools::{
     Permission, RiskLevel, ServedHints, ToolContext, ToolEntry, ToolRegistry,
@@ -266,6 +267,51 @@ fn tool_of(entry: &ToolEntry) -> Tool {
 
 
 impl McpServer {
+    /// `tools/call`, inside its span (see `call_tool`).
+    async fn call_tool_traced(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let name = request.name.to_string();
+        if !is_stateless(&context) {
+            // The client itself travels with the call: a wrapped server's sampling or
+            // elicitation request, or an approval, is asked of this client.
+            let client = crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
+            let cancel = context.ct.child_token();
+            let result = self.call_future(name, args, client, cancel, &context).await;
+            return Ok(CallToolResponse::Complete(result));
+        }
+        let rounds = self.rounds_or_refuse()?;
+        let binding = rounds::binding(&principal(&context), "tools/call", &name, &args);
+        let capabilities = context.meta.client_capabilities().unwrap_or_default();
+        let step = rounds
+            .run(
+                binding,
+                request.request_state.as_deref(),
+                request.input_responses.as_ref(),
+                capabilities,
+                &self.session.id,
+                &context.ct,
+                |client, cancel| {
+                    let call = self.call_future(name, args, client, cancel, &context);
+                    async move { Ok(ServerResult::CallToolResult(call.await)) }
+                },
+            )
+            .await?;
+        match step {
+            rounds::Step::Done(done) => match *done {
+                ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+                _ => Err(ErrorData::internal_error(
+                    "tools/call produced another kind of result",
+                    None,
+                )),
+            },
+            rounds::Step::Input(input) => Ok(CallToolResponse::InputRequired(input)),
+        }
+    }
+
     fn gateway_or_not_found(&self, method: &'static str) -> Result<&Gateway, ErrorData> {
         self.gateway
             .as_ref()
@@ -343,43 +389,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let name = request.name.to_string();
-        if !is_stateless(&context) {
-            // The client itself travels with the call: a wrapped server's sampling or
-            // elicitation request, or an approval, is asked of this client.
-            let client = crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
-            let cancel = context.ct.child_token();
-            let result = self.call_future(name, args, client, cancel, &context).await;
-            return Ok(CallToolResponse::Complete(result));
-        }
-        let rounds = self.rounds_or_refuse()?;
-        let binding = rounds::binding(&principal(&context), "tools/call", &name, &args);
-        let capabilities = context.meta.client_capabilities().unwrap_or_default();
-        let step = rounds
-            .run(
-                binding,
-                request.request_state.as_deref(),
-                request.input_responses.as_ref(),
-                capabilities,
-                &self.session.id,
-                &context.ct,
-                |client, cancel| {
-                    let call = self.call_future(name, args, client, cancel, &context);
-                    async move { Ok(ServerResult::CallToolResult(call.await)) }
-                },
-            )
-            .await?;
-        match step {
-            rounds::Step::Done(done) => match *done {
-                ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
-                _ => Err(ErrorData::internal_error(
-                    "tools/call produced another kind of result",
-                    None,
-                )),
-            },
-            rounds::Step::Input(input) => Ok(CallToolResponse::InputRequired(input)),
-        }
+        let span = self.request_span("tools/call", &request.name, &context);
+        self.call_tool_traced(request, context).instrument(span).await
     }
 
     async fn list_resources(

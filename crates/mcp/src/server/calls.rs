@@ -70,7 +70,10 @@ impl McpServer {
             .entry(&name)
             .is_some_and(|e| e.metadata().output_schema.is_some());
         let call = ToolCall::with_id(format!("mcp-{}", context.id), name, args);
-        async move {
+        // The call may run as a task of its own (a 2026-07-28 round): it stays in the
+        // request's span.
+        let span = tracing::Span::current();
+        tracing::Instrument::instrument(async move {
             let inv = registry.invoke_call(call, &ctx).await;
             drop(ctx);
             if let Some(f) = forward {
@@ -81,7 +84,39 @@ impl McpServer {
                 Ok(out) => success_result(out, declares_output_schema),
                 Err(e) => error_result(e.kind(), e.to_string()),
             }
-        }
+        }, span)
+    }
+
+    /// The span of one request of a client (OpenTelemetry's MCP conventions): a server
+    /// span named `METHOD NAME`, continuing the trace of the request's
+    /// `_meta.traceparent`. A name the registry does not know is `(unknown)`: names come
+    /// from clients, and span names and attributes must not grow without bound.
+    pub(super) fn request_span(
+        &self,
+        method: &'static str,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> tracing::Span {
+        let name = if self.registry.entry(name).is_some() {
+            name
+        } else {
+            "(unknown)"
+        };
+        let version = context
+            .protocol_version()
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default();
+        let span = tracing::info_span!(
+            "mcp.request",
+            otel.name = %format!("{method} {name}"),
+            otel.kind = "server",
+            mcp.method.name = method,
+            gen_ai.tool.name = %name,
+            mcp.protocol.version = %version,
+            jsonrpc.request.id = %context.id,
+        );
+        crate::trace::continue_from(&span, &context.meta);
+        span
     }
 
     pub(super) fn rounds_or_refuse(&self) -> Result<Arc<rounds::Rounds>, ErrorData> {

@@ -97,6 +97,42 @@ impl ToolRegistry {
     /// Runs one call through the whole pipeline. `ctx` is the caller's context; the call
     /// runs in `ctx.child(call_id)`.
     pub async fn invoke_call(&self, call: ToolCall, ctx: &ToolContext) -> ToolInvocation {
+        // One span per call (OpenTelemetry's `execute_tool` convention): named after the
+        // tool when the registry knows it (names come from models), with its outcome.
+        let known = self.entry(&call.name).is_some();
+        let tool = if known {
+            call.name.as_str()
+        } else {
+            "(unknown)"
+        };
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {tool}"),
+            otel.kind = "internal",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %tool,
+            gen_ai.tool.call.id = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let inv =
+            tracing::Instrument::instrument(self.invoke_call_in_span(call, ctx), span.clone())
+                .await;
+        span.record("gen_ai.tool.call.id", inv.call_id.as_str());
+        match &inv.output {
+            Ok(_) => {
+                span.record("otel.status_code", "OK");
+            }
+            Err(e) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", e.kind());
+            }
+        }
+        inv
+    }
+
+    /// [`ToolRegistry::invoke_call`] inside its span.
+    async fn invoke_call_in_span(&self, call: ToolCall, ctx: &ToolContext) -> ToolInvocation {
         let start = Instant::now();
         let ToolCall {
             id,
