@@ -99,25 +99,33 @@ impl ToolRegistry {
     pub async fn invoke_call(&self, call: ToolCall, ctx: &ToolContext) -> ToolInvocation {
         // One span per call (OpenTelemetry's `execute_tool` convention): named after the
         // tool when the registry knows it (names come from models), with its outcome.
-        let known = self.entry(&call.name).is_some();
-        let tool = if known {
-            call.name.as_str()
-        } else {
-            "(unknown)"
-        };
+        // Without a subscriber that wants it (no traces exported) the span is disabled
+        // and nothing else is done for it.
         let span = tracing::info_span!(
             "execute_tool",
-            otel.name = %format!("execute_tool {tool}"),
+            otel.name = tracing::field::Empty,
             otel.kind = "internal",
             otel.status_code = tracing::field::Empty,
             gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = %tool,
+            gen_ai.tool.name = tracing::field::Empty,
             gen_ai.tool.call.id = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
+        if !span.is_disabled() {
+            let tool = if self.entry(&call.name).is_some() {
+                call.name.as_str()
+            } else {
+                "(unknown)"
+            };
+            span.record("otel.name", format!("execute_tool {tool}"));
+            span.record("gen_ai.tool.name", tool);
+        }
         let inv =
             tracing::Instrument::instrument(self.invoke_call_in_span(call, ctx), span.clone())
                 .await;
+        if span.is_disabled() {
+            return inv;
+        }
         span.record("gen_ai.tool.call.id", inv.call_id.as_str());
         match &inv.output {
             Ok(_) => {
