@@ -11,6 +11,11 @@
 //! measured window; it prints calls/s, p50 and p99 of the per-call latency, and the ratio
 //! of calls/s to server-everything's.
 //!
+//! With HAProxy (`cargo xtask peers`, Debian `haproxy`) it also measures replicas: the
+//! same `serve --http` behind HAProxy with one replica, then with two (session affinity
+//! on `Mcp-Session-Id`, docs/deploy.md), so the cost of the balancer and the gain of a
+//! second replica are both in the table.
+//!
 //! Needs `cargo xtask plugins` (target/plugins/calc.wasm) and `cargo xtask peers`
 //! (server-everything); a missing one is reported and its rows are skipped.
 //! Run: `cargo bench -p toolhost --bench http_throughput` (optionally `-- SECONDS` for the
@@ -280,6 +285,34 @@ fn spawn_toolhost(calc: &Path, dir: &Path, port: u16) -> Result<Peer> {
     Ok(Peer(child))
 }
 
+/// HAProxy on `port` in front of `replicas` (ports), sticky on `Mcp-Session-Id`.
+fn spawn_haproxy(haproxy: &Path, dir: &Path, port: u16, replicas: &[u16]) -> Result<Peer> {
+    let mut cfg = format!(
+        "global\n  maxconn 1024\n\
+         defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n\
+         frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend toolhost\n\
+         backend toolhost\n  balance roundrobin\n  \
+         stick-table type string len 64 size 100k expire 30m\n  \
+         stick on req.hdr(mcp-session-id)\n  \
+         stick store-response res.hdr(mcp-session-id)\n"
+    );
+    for (i, r) in replicas.iter().enumerate() {
+        cfg.push_str(&format!("  server r{i} 127.0.0.1:{r}\n"));
+    }
+    let file = dir.join(format!("haproxy-{port}.cfg"));
+    std::fs::write(&file, cfg)?;
+    let child = Command::new(haproxy)
+        .arg("-db")
+        .arg("-f")
+        .arg(&file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("spawning haproxy")?;
+    Ok(Peer(child))
+}
+
 fn spawn_everything(script: &Path, port: u16) -> Result<Peer> {
     let child = Command::new("node")
         .arg(script)
@@ -392,6 +425,39 @@ fn main() {
             "toolhost serve --http: skipped: no calc.wasm in $TOOLHOST_TEST_PLUGINS or \
              target/plugins (run `cargo xtask plugins`)"
         ),
+    }
+    // Replicas behind HAProxy: one, then two (the first is shared by both balancers,
+    // which are measured one after the other).
+    if let (Some(haproxy), Some(calc)) = (toolhost_testkit::peers::haproxy(), calc_wasm()) {
+        let started = (|| -> Result<()> {
+            let r0 = free_port()?;
+            peers.push(spawn_toolhost(&calc, &tmp.path().join("r0"), r0)?);
+            let r1 = free_port()?;
+            peers.push(spawn_toolhost(&calc, &tmp.path().join("r1"), r1)?);
+            for (label, replicas) in [
+                ("HAProxy + 1 toolhost replica", vec![r0]),
+                ("HAProxy + 2 toolhost replicas", vec![r0, r1]),
+            ] {
+                let port = free_port()?;
+                peers.push(spawn_haproxy(&haproxy, tmp.path(), port, &replicas)?);
+                targets.push(Target {
+                    label,
+                    addr: SocketAddr::from(([127, 0, 0, 1], port)),
+                    tool: Tool {
+                        name: "add",
+                        args: |n| json!({"x": n & 0xffff, "y": 1}),
+                    },
+                });
+            }
+            Ok(())
+        })();
+        if let Err(e) = started {
+            println!("replicas behind haproxy: skipped: {e:#}");
+        }
+    } else {
+        println!(
+            "replicas behind haproxy: skipped: no haproxy (cargo xtask peers) or no calc.wasm"
+        );
     }
     match everything() {
         Some(script) => match free_port().and_then(|port| {
