@@ -331,7 +331,7 @@ fn otlp_receiver() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
 
 /// Traces reach an OTLP endpoint: the span of a 2026-07-28 `tools/call` continues the
 /// client's `_meta.traceparent`, the tool's `execute_tool` span is its child with the
-/// outcome; a malformed `traceparent` starts a trace of its own and a made-up tool name
+/// outcome, the pipeline's stages under it and the fuel the sandbox used; a malformed `traceparent` starts a trace of its own and a made-up tool name
 /// is `(unknown)`; every span is sent by the time the process exits after SIGTERM.
 #[test]
 fn traces_continue_the_clients_trace_and_reach_the_otlp_endpoint() {
@@ -446,6 +446,26 @@ fn traces_continue_the_clients_trace_and_reach_the_otlp_endpoint() {
         .unwrap_or_else(|| panic!("no tool span under the request's: {names:?}"));
     assert!(attr(tool, "gen_ai.tool.name").unwrap().contains("add"));
     assert_eq!(tool.status.as_ref().map(|s| s.code), Some(1), "status OK");
+    // The pipeline's stages, each a span under the call's; the sandbox's fuel on `execute`.
+    let stages: Vec<&str> = spans
+        .iter()
+        .filter(|s| s.parent_span_id == tool.span_id)
+        .map(|s| s.name.as_str())
+        .collect();
+    for stage in ["validate", "permission", "execute", "render"] {
+        assert!(stages.contains(&stage), "{stage} missing: {stages:?}");
+    }
+    let execute = spans
+        .iter()
+        .find(|s| s.parent_span_id == tool.span_id && s.name == "execute")
+        .unwrap();
+    let fuel = attr(execute, "toolhost.wasm.fuel_used").unwrap_or_default();
+    let used: u64 = fuel
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|d| !d.is_empty())
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0);
+    assert!(used > 0, "fuel used: {fuel}");
     // The made-up name appears nowhere: its spans are `(unknown)`, with the error.
     assert!(names.contains(&"tools/call (unknown)"), "{names:?}");
     let failed = spans

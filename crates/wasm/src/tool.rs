@@ -157,6 +157,11 @@ impl WasmTool {
             return Err(ToolError::Timeout(name.to_string(), timeout));
         };
         store.data().flush_output();
+        // The fuel the call used, on the registry's `execute` span (traces).
+        if let Ok(left) = store.get_fuel() {
+            let used = policy.fuel.unwrap_or(u64::MAX).saturating_sub(left);
+            tracing::Span::current().record("toolhost.wasm.fuel_used", used);
+        }
         let denials = store.data().denials();
         let with_denials = |msg: String| {
             if denials.is_empty() {

@@ -233,7 +233,9 @@ impl ToolRegistry {
         } else {
             arguments
         };
-        if let Some(why) = validation_error(entry, args) {
+        // Each stage is a span of its own under the call's (traces, host/src/telemetry.rs).
+        let invalid = tracing::info_span!("validate").in_scope(|| validation_error(entry, args));
+        if let Some(why) = invalid {
             return (
                 Err(ToolError::InvalidArguments(entry.name.clone(), why)),
                 false,
@@ -241,7 +243,10 @@ impl ToolRegistry {
         }
 
         // Stage 3: the permission gate (policy, hooks, approval; `registry/approval.rs`).
-        if let Err(e) = self.gate(entry, (call_id, invocation), args, ctx).await {
+        let gate = self.gate(entry, (call_id, invocation), args, ctx);
+        if let Err(e) =
+            tracing::Instrument::instrument(gate, tracing::info_span!("permission")).await
+        {
             return (Err(e), false);
         }
         let (default_timeout, max_bytes, content_limits, semaphore) = {
@@ -291,7 +296,14 @@ impl ToolRegistry {
             Some(d) => own.min(d.saturating_duration_since(tokio::time::Instant::now())),
             None => own,
         };
-        let exec = AssertUnwindSafe(entry.tool.execute(args.clone(), ctx)).catch_unwind();
+        // A WASM tool records the fuel its call used on this span.
+        let exec_span =
+            tracing::info_span!("execute", toolhost.wasm.fuel_used = tracing::field::Empty);
+        let exec = AssertUnwindSafe(tracing::Instrument::instrument(
+            entry.tool.execute(args.clone(), ctx),
+            exec_span,
+        ))
+        .catch_unwind();
         let result = tokio::select! {
             r = tokio::time::timeout(timeout, exec) => match r {
                 Ok(Ok(res)) => res,
@@ -314,6 +326,7 @@ impl ToolRegistry {
         let max_bytes = ctx
             .max_result_bytes()
             .map_or(max_bytes, |m| m.min(max_bytes));
+        let _render = tracing::info_span!("render").entered();
         match result.and_then(|out| check_output(entry, out, content_limits)) {
             Ok(mut out) => {
                 let (render, mut truncated) = truncate_render(&out.render, max_bytes);
