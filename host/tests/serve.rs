@@ -204,6 +204,11 @@ fn a_2026_client_answers_in_rounds_and_cannot_forge_or_replay_them() {
     )
     .unwrap();
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    // The calc plugin beside the wrapped server: tools of two sources, for the list order.
+    let calc = built_plugins(&["calc.wasm"]).expect("the built plugins (cargo xtask plugins)");
+    for f in ["calc.wasm", "calc.toml"] {
+        std::fs::copy(calc.join(f), dir.join("plugins").join(f)).unwrap();
+    }
     let serve = toolhost_testkit::serve::ServeHttp::start(
         Path::new(env!("CARGO_BIN_EXE_toolhost")),
         &dir,
@@ -386,12 +391,15 @@ fn a_2026_client_answers_in_rounds_and_cannot_forge_or_replay_them() {
     // And a good request still works.
     let r = mcp_2026(&addr, "tools/list", None, json!({}), json!({})).unwrap();
     let tools = rpc_message(&r).unwrap();
-    assert!(
-        tools["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["name"] == "ask"),
-        "{tools}"
-    );
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"ask"), "{tools}");
+    // A deterministic order: by name.
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
 }

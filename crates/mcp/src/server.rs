@@ -377,6 +377,10 @@ impl ServerHandler for McpServer {
             );
         }
         let tools = self.registry.entries().iter().map(|e| tool_of(e)).collect();
+        let mut tools: Vec<Tool> = tools;
+        // Lists come in a deterministic order (2026-07-28): by name, the same on every
+        // replica whatever order their plugins and servers finished loading in.
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -402,6 +406,8 @@ impl ServerHandler for McpServer {
             Some(g) => g.list_resources().await,
             None => Vec::new(),
         };
+        let mut items = items;
+        items.sort_by(|a, b| a.uri.cmp(&b.uri));
         Ok(ListResourcesResult::with_all_items(items))
     }
 
@@ -414,6 +420,8 @@ impl ServerHandler for McpServer {
             Some(g) => g.list_resource_templates().await,
             None => Vec::new(),
         };
+        let mut items = items;
+        items.sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
         Ok(ListResourceTemplatesResult::with_all_items(items))
     }
 
@@ -475,6 +483,8 @@ impl ServerHandler for McpServer {
             Some(g) => g.list_prompts().await,
             None => Vec::new(),
         };
+        let mut items = items;
+        items.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(ListPromptsResult::with_all_items(items))
     }
 
