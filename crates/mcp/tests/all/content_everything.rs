@@ -138,13 +138,17 @@ async fn non_text_blocks_and_structured_content_pass_through_toolhost_unchanged(
             .is_some()
     );
 
-    // Resources, templates and prompts pass through the gateway unchanged.
-    let plain_resources = plain.list_all_resources().await.unwrap();
+    // Resources, templates and prompts pass through the gateway unchanged, in the
+    // gateway's deterministic order (by URI, URI template, name).
+    let mut plain_resources = plain.list_all_resources().await.unwrap();
     assert!(!plain_resources.is_empty());
+    plain_resources.sort_by(|a, b| a.uri.cmp(&b.uri));
     assert_eq!(wrapped.list_all_resources().await.unwrap(), plain_resources);
+    let mut plain_templates = plain.list_all_resource_templates().await.unwrap();
+    plain_templates.sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
     assert_eq!(
         wrapped.list_all_resource_templates().await.unwrap(),
-        plain.list_all_resource_templates().await.unwrap()
+        plain_templates
     );
     for r in plain_resources.iter().take(3) {
         let req = || rmcp::model::ReadResourceRequestParams::new(r.uri.clone());
@@ -155,8 +159,9 @@ async fn non_text_blocks_and_structured_content_pass_through_toolhost_unchanged(
             r.uri
         );
     }
-    let plain_prompts = plain.list_all_prompts().await.unwrap();
+    let mut plain_prompts = plain.list_all_prompts().await.unwrap();
     assert!(!plain_prompts.is_empty());
+    plain_prompts.sort_by(|a, b| a.name.cmp(&b.name));
     assert_eq!(wrapped.list_all_prompts().await.unwrap(), plain_prompts);
     let simple = plain_prompts
         .iter()
