@@ -245,20 +245,25 @@ fn write_gateway_config(dir: &Path, suite: &Suite) {
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
 }
 
+/// `toolhost serve --http` in `dir` (its `toolhost.toml`), once every tool is loaded.
+fn serve_gateway(dir: &Path) -> ServeHttp {
+    ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        dir,
+        &["--plugins", "plugins", "--no-audit", "--no-watch"],
+        &[],
+        "all tools loaded",
+        Duration::from_secs(120),
+    )
+}
+
 #[test]
 fn the_server_suite_passes_through_the_gateway() {
     let _serial = one_at_a_time();
     let Some(suite) = peers::suite() else { return };
     let dir = temp_dir("conformance-gateway");
     write_gateway_config(&dir, &suite);
-    let serve = ServeHttp::start(
-        Path::new(env!("CARGO_BIN_EXE_toolhost")),
-        &dir,
-        &["--plugins", "plugins", "--no-audit", "--no-watch"],
-        &[],
-        "all tools loaded",
-        Duration::from_secs(120),
-    );
+    let serve = serve_gateway(&dir);
     let out = dir.join("results");
     let mut run = run_suite(&suite, &["server", "--url", &serve.url], &out);
     // Pending in this suite version (not in the active run), and passing: run it too.
@@ -314,14 +319,7 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
     let mut config = std::fs::read_to_string(dir.join("toolhost.toml")).unwrap();
     config.push_str("[serve]\nmax_concurrent_calls = 32\n");
     std::fs::write(dir.join("toolhost.toml"), config).unwrap();
-    let serve = ServeHttp::start(
-        Path::new(env!("CARGO_BIN_EXE_toolhost")),
-        &dir,
-        &["--plugins", "plugins", "--no-audit", "--no-watch"],
-        &[],
-        "all tools loaded",
-        Duration::from_secs(120),
-    );
+    let serve = serve_gateway(&dir);
     let out = dir.join("results");
     let run = Command::new(suite.node())
         .arg(suite.conformance_2026())

@@ -150,9 +150,10 @@ fn sessions_spread_over_two_replicas_and_survive_the_loss_of_one() {
         r1.as_ref().unwrap().admin_addr().unwrap(),
     ];
     let port = free_port();
-    let cfg = dir.path().join("haproxy.cfg");
-    std::fs::write(
-        &cfg,
+    let _lb = start_haproxy(
+        &haproxy,
+        dir.path(),
+        port,
         haproxy_config(
             port,
             &[
@@ -160,21 +161,6 @@ fn sessions_spread_over_two_replicas_and_survive_the_loss_of_one() {
                 (r1.as_ref().unwrap().addr(), admins[1].clone()),
             ],
         ),
-    )
-    .unwrap();
-    let _lb = Haproxy(
-        Command::new(&haproxy)
-            .arg("-db")
-            .arg("-f")
-            .arg(&cfg)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(
-        port_listening(port, Duration::from_secs(30)),
-        "haproxy did not listen"
     );
     let lb = format!("127.0.0.1:{port}");
     // Both replicas pass their health check before the clients start.
