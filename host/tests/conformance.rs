@@ -360,6 +360,64 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
     );
 }
 
+/// A wrapped server of the 2026-07-28 revision (`fixtures/native_2026_server.cjs`, the
+/// TypeScript SDK 2.x over HTTP), reached by toolhost as a 2026-07-28 client and served
+/// to a 2026-07-28 client: its question keeps its own key (`user_name`) through the
+/// gateway, so the suite's `input-required-result-basic-elicitation` passes.
+#[test]
+fn a_wrapped_2026_07_28_servers_rounds_pass_through_under_its_own_keys() {
+    let _serial = one_at_a_time();
+    let Some(suite) = peers::suite() else { return };
+    let port = toolhost_testkit::free_port();
+    let mut fixture = Command::new(suite.node())
+        .arg(fixtures().join("native_2026_server.cjs"))
+        .arg(port.to_string())
+        .env("NODE_PATH", suite.modules())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        toolhost_testkit::port_listening(port, Duration::from_secs(30)),
+        "the 2026-07-28 fixture did not listen"
+    );
+    let dir = temp_dir("conformance-native-2026");
+    std::fs::write(
+        dir.join("toolhost.toml"),
+        format!(
+            "[mcp.servers.native]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
+             default_risk = \"read-only\"\nprotocol = \"2026-07-28\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    let serve = serve_gateway(&dir);
+    let out = dir.join("results");
+    let scenario = "input-required-result-basic-elicitation";
+    let run = Command::new(suite.node())
+        .arg(suite.conformance_2026())
+        .args([
+            "server",
+            "--url",
+            &serve.url,
+            "--spec-version",
+            "2026-07-28",
+        ])
+        .args(["--scenario", scenario, "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let got = outcomes(&out, "server-");
+    let _ = fixture.kill();
+    let _ = fixture.wait();
+    assert!(
+        got.get(scenario).is_some_and(Vec::is_empty),
+        "{scenario}: {:?}\n{}\n--- serve stderr:\n{}",
+        got.get(scenario),
+        show(&run),
+        serve.stderr()
+    );
+}
+
 #[test]
 fn toolhost_own_features_pass_without_a_wrapped_server() {
     let _serial = one_at_a_time();

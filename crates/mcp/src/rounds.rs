@@ -26,6 +26,26 @@ use tokio::sync::{mpsc, oneshot};
 /// The key of toolhost's own approval question among a round's `inputRequests`.
 pub const APPROVAL_INPUT_KEY: &str = "toolhost_approval";
 
+/// The longest key a wrapped server may give its question and keep.
+pub const MAX_KEY_BYTES: usize = 64;
+
+tokio::task_local! {
+    /// The key a wrapped 2026-07-28 server gave the question being passed on
+    /// (`client/rounds.rs` sets it around each question it forwards).
+    pub(crate) static INPUT_KEY: String;
+}
+
+/// Whether a wrapped server's key for its question may be shown to the client as it is:
+/// short, plain (letters, digits, `_`, `-`, `.`) and not one of toolhost's own.
+pub(crate) fn usable_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= MAX_KEY_BYTES
+        && !key.starts_with("toolhost")
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
 /// One question for the client.
 #[derive(Debug)]
 pub(crate) struct Ask {
@@ -34,6 +54,9 @@ pub(crate) struct Ask {
     /// `Some(key)` for a restartable ask (the call is dropped and run again with the
     /// answer under `key`); `None` for a suspended one.
     pub restartable: Option<String>,
+    /// The key the wrapped server gave the question, if any ([`usable_key`] decides
+    /// whether the client sees it).
+    pub key: Option<String>,
     /// Where the answer goes (suspended asks only; a restartable ask's is never used).
     pub reply: oneshot::Sender<Result<Value, ErrorData>>,
 }
@@ -140,6 +163,7 @@ impl Asker {
         let ask = Ask {
             request,
             restartable: None,
+            key: INPUT_KEY.try_with(Clone::clone).ok(),
             reply,
         };
         if self.asks.send(ask).await.is_err() {
@@ -166,6 +190,7 @@ impl Asker {
         let ask = Ask {
             request,
             restartable: Some(key.to_string()),
+            key: None,
             reply,
         };
         if self.asks.send(ask).await.is_err() {
@@ -182,4 +207,29 @@ fn gone(what: &str) -> ErrorData {
         format!("{what}: the request this call belongs to has ended"),
         None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrapped_servers_key_is_kept_only_when_plain_and_not_toolhosts() {
+        for ok in ["user_name", "step-2", "a.b", "X9"] {
+            assert!(usable_key(ok), "{ok}");
+        }
+        let long = "k".repeat(MAX_KEY_BYTES + 1);
+        for bad in [
+            "",
+            APPROVAL_INPUT_KEY,
+            "toolhost_anything",
+            "has space",
+            "new\nline",
+            "\u{1b}[2J",
+            "ключ",
+            long.as_str(),
+        ] {
+            assert!(!usable_key(bad), "{bad:?}");
+        }
+    }
 }

@@ -50,42 +50,75 @@ impl McpClient {
             answered: false,
         };
         let _in_flight = Pending::file(&self.shared.progress, route);
-        for (key, request) in requests.into_iter().take(MAX_INPUTS_PER_ROUND) {
-            let context = RequestContext::new(
-                RequestId::String(format!("toolhost-input-{key}").into()),
-                peer.clone(),
-            );
-            let answer = match request {
-                InputRequest::Elicitation(r) => {
-                    match hooks.create_elicitation(r.params, context).await {
-                        Ok(a) => serde_json::to_value(a).ok(),
-                        Err(e) => {
-                            tracing::info!(server = %self.cfg.server, "declined the server's question: {}", e.message);
-                            Some(serde_json::json!({ "action": "decline" }))
-                        }
-                    }
-                }
-                InputRequest::CreateMessage(r) => hooks
-                    .create_message(r.params, context)
-                    .await
-                    .ok()
-                    .and_then(|a| serde_json::to_value(a).ok()),
-                InputRequest::ListRoots(_) => Some(
-                    hooks
-                        .list_roots(context)
-                        .await
-                        .ok()
-                        .and_then(|a| serde_json::to_value(a).ok())
-                        .unwrap_or_else(|| serde_json::json!({ "roots": [] })),
-                ),
-                // `InputRequest` is non-exhaustive: a kind added later goes unanswered.
-                _ => None,
-            };
+        // To a 2026-07-28 client of `serve` the questions go on together, in one round,
+        // under the server's own keys; to a person (a terminal, a client asked one
+        // request at a time) one after the other.
+        let together = ctx
+            .get::<crate::DownstreamClient>()
+            .is_some_and(crate::DownstreamClient::asks_in_rounds);
+        let asked = requests
+            .into_iter()
+            .take(MAX_INPUTS_PER_ROUND)
+            .map(|(key, request)| {
+                let (hooks, peer) = (&hooks, peer.clone());
+                let scoped = key.clone();
+                let answer = async move {
+                    let context = RequestContext::new(
+                        RequestId::String(format!("toolhost-input-{key}").into()),
+                        peer,
+                    );
+                    (key, self.answer_one(hooks, request, context).await)
+                };
+                crate::rounds::INPUT_KEY.scope(scoped, answer)
+            });
+        let results: Vec<(String, Option<serde_json::Value>)> = if together {
+            futures::future::join_all(asked).await
+        } else {
+            let mut all = Vec::new();
+            for a in asked {
+                all.push(a.await);
+            }
+            all
+        };
+        for (key, answer) in results {
             if let Some(a) = answer {
                 answers.insert(key, a);
             }
         }
         answers
+    }
+
+    /// One question's answer; see [`McpClient::answer_inputs`].
+    async fn answer_one(
+        &self,
+        hooks: &super::hooks::Hooks,
+        request: InputRequest,
+        context: RequestContext<rmcp::service::RoleClient>,
+    ) -> Option<serde_json::Value> {
+        match request {
+            InputRequest::Elicitation(r) => match hooks.create_elicitation(r.params, context).await {
+                Ok(a) => serde_json::to_value(a).ok(),
+                Err(e) => {
+                    tracing::info!(server = %self.cfg.server, "declined the server's question: {}", e.message);
+                    Some(serde_json::json!({ "action": "decline" }))
+                }
+            },
+            InputRequest::CreateMessage(r) => hooks
+                .create_message(r.params, context)
+                .await
+                .ok()
+                .and_then(|a| serde_json::to_value(a).ok()),
+            InputRequest::ListRoots(_) => Some(
+                hooks
+                    .list_roots(context)
+                    .await
+                    .ok()
+                    .and_then(|a| serde_json::to_value(a).ok())
+                    .unwrap_or_else(|| serde_json::json!({ "roots": [] })),
+            ),
+            // `InputRequest` is non-exhaustive: a kind added later goes unanswered.
+            _ => None,
+        }
     }
 }
 

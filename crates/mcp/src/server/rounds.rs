@@ -432,14 +432,23 @@ impl Rounds {
             let state = self.seal(binding, round + 1, None, keys)?;
             return Ok(Step::Input(InputRequiredResult::new(Some(requests), Some(state))));
         }
-        let waiting = gathered
-            .into_iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let key = format!("r{}_{i}", round + 1);
-                (key, Waiting { request: a.request, reply: a.reply })
-            })
-            .collect();
+        // A wrapped 2026-07-28 server's own key for its question is kept when it is
+        // usable and unique in the round; otherwise (and for servers of the older
+        // revisions, which name none) the key is `r{round}_{i}`.
+        let mut waiting = BTreeMap::new();
+        for (i, a) in gathered.into_iter().enumerate() {
+            let key = match a.key {
+                Some(k) if crate::rounds::usable_key(&k) && !waiting.contains_key(&k) => k,
+                _ => format!("r{}_{i}", round + 1),
+            };
+            waiting.insert(
+                key,
+                Waiting {
+                    request: a.request,
+                    reply: a.reply,
+                },
+            );
+        }
         self.park(Parked {
             work,
             cancel,
