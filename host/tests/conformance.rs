@@ -59,48 +59,6 @@ const MUST_RUN: &[&str] = &[
     "json-schema-2020-12",
 ];
 
-/// The server scenarios the 2026-07-28 revision requires (the suite's frozen
-/// `requirements/2026-07-28.yaml`), run at that revision's wire (stateless, `_meta`).
-const REQUIRED_2026: &[&str] = &[
-    "server-stateless",
-    "completion-complete",
-    "tools-list",
-    "tools-call-simple-text",
-    "tools-call-image",
-    "tools-call-audio",
-    "tools-call-embedded-resource",
-    "tools-call-mixed-content",
-    "tools-call-error",
-    "tools-call-with-progress",
-    "server-sse-multiple-streams",
-    "resources-list",
-    "resources-read-text",
-    "resources-read-binary",
-    "resources-templates-read",
-    "sep-2164-resource-not-found",
-    "prompts-list",
-    "prompts-get-simple",
-    "prompts-get-with-args",
-    "prompts-get-embedded-resource",
-    "prompts-get-with-image",
-    "dns-rebinding-protection",
-    "caching",
-    "input-required-result-basic-elicitation",
-    "input-required-result-basic-sampling",
-    "input-required-result-basic-list-roots",
-    "input-required-result-request-state",
-    "input-required-result-multiple-input-requests",
-    "input-required-result-multi-round",
-    "input-required-result-missing-input-response",
-    "input-required-result-non-tool-request",
-    "input-required-result-result-type",
-    "input-required-result-unsupported-methods",
-    "input-required-result-tampered-state",
-    "input-required-result-capability-check",
-    "input-required-result-ignore-extra-params",
-    "input-required-result-validate-input",
-];
-
 /// Required 2026-07-28 server scenarios that fail through the gateway, with the reason
 /// (also in docs/mcp.md).
 const EXPECTED_FAILURES_2026: &[(&str, &str)] = &[
@@ -115,20 +73,6 @@ const EXPECTED_FAILURES_2026: &[(&str, &str)] = &[
          requestState; the gateway uses only answers to questions it asked (a sealed state \
          names them), so it asks",
     ),
-];
-
-/// The tasks extension's scenarios (not required, run and reported).
-const TASKS_2026: &[&str] = &[
-    "tasks-lifecycle",
-    "tasks-capability-negotiation",
-    "tasks-wire-fields",
-    "tasks-request-state-removal",
-    "tasks-mrtr-input",
-    "tasks-request-headers",
-    "tasks-dispatch-and-envelope",
-    "tasks-status-notifications",
-    "tasks-required-task-error",
-    "tasks-mrtr-composition",
 ];
 
 /// Required 2026-07-28 client scenarios (`client --requirements 2026-07-28`) that fail,
@@ -306,6 +250,77 @@ fn the_server_suite_passes_through_the_gateway() {
     }
 }
 
+/// What the 2026-07-28 revision requires, as the suite's frozen requirement set lists it
+/// (`list --requirements 2026-07-28`): the server and client scenarios, and the server
+/// scenarios of the tasks extension (run and reported, never scored).
+struct Required2026 {
+    server: Vec<String>,
+    client: Vec<String>,
+    tasks: Vec<String>,
+}
+
+fn required_2026(suite: &Suite) -> Required2026 {
+    let listed = Command::new(suite.node())
+        .arg(suite.conformance_2026())
+        .args(["list", "--requirements", "2026-07-28"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    let section = |from: &str, to: &str| -> Vec<String> {
+        listed
+            .split(from)
+            .nth(1)
+            .and_then(|rest| rest.split(to).next())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("- "))
+            .map(str::to_string)
+            .collect()
+    };
+    let tasks = section("Run and reported", "\n\n")
+        .into_iter()
+        .filter_map(|l| l.strip_suffix(" [server]").map(str::to_string))
+        .filter(|s| s.starts_with("tasks-"))
+        .collect();
+    let r = Required2026 {
+        server: section("Server scenarios", "Client scenarios"),
+        client: section("Client scenarios", "Run and reported"),
+        tasks,
+    };
+    // The set is frozen: a different count means the listing was misread.
+    assert_eq!(
+        (r.server.len(), r.client.len(), r.tasks.len()),
+        (37, 32, 10),
+        "{listed}"
+    );
+    r
+}
+
+/// Every `required` scenario ran and passed, except those `expected` to fail (listed
+/// with their reason in `list`), which must still fail.
+fn check_required(
+    required: &[String],
+    got: &Outcomes,
+    expected: &[(&str, &str)],
+    list: &str,
+    report: &str,
+) {
+    for s in required {
+        let bad = got
+            .get(s)
+            .unwrap_or_else(|| panic!("scenario {s} did not run:\n{report}"));
+        if expected.iter().any(|(e, _)| e == s) {
+            assert!(
+                !bad.is_empty(),
+                "scenario {s} is listed as failing but passed: take it off {list} and \
+                 docs/mcp.md\n{report}"
+            );
+        } else {
+            assert!(bad.is_empty(), "scenario {s} failed: {bad:?}\n{report}");
+        }
+    }
+}
+
 #[test]
 fn the_2026_07_28_server_suite_passes_through_the_gateway() {
     let _serial = one_at_a_time();
@@ -336,27 +351,22 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
         .unwrap();
     let got = outcomes(&out, "server-");
     let report = format!("{}\n--- serve stderr:\n{}", show(&run), serve.stderr());
-    for s in REQUIRED_2026.iter().chain(TASKS_2026) {
-        assert!(got.contains_key(*s), "scenario {s} did not run:\n{report}");
+    let required = required_2026(&suite);
+    check_required(
+        &required.server,
+        &got,
+        EXPECTED_FAILURES_2026,
+        "EXPECTED_FAILURES_2026",
+        &report,
+    );
+    // The tasks extension is not implemented: run and reported, not asserted.
+    for s in &required.tasks {
+        assert!(got.contains_key(s), "scenario {s} did not run:\n{report}");
     }
-    let expected: Vec<&str> = EXPECTED_FAILURES_2026.iter().map(|(s, _)| *s).collect();
-    for s in REQUIRED_2026 {
-        let bad = &got[*s];
-        if expected.contains(s) {
-            assert!(
-                !bad.is_empty(),
-                "scenario {s} is listed as an expected failure but passed: take it off \
-                 EXPECTED_FAILURES_2026 and docs/mcp.md\n{report}"
-            );
-        } else {
-            assert!(bad.is_empty(), "scenario {s} failed: {bad:?}\n{report}");
-        }
-    }
-    // The tasks extension is not implemented: reported, not asserted.
-    let tasks_passing = TASKS_2026.iter().filter(|s| got[**s].is_empty()).count();
+    let tasks_passing = required.tasks.iter().filter(|s| got[*s].is_empty()).count();
     eprintln!(
         "2026-07-28 tasks extension: {tasks_passing} of {} scenarios pass",
-        TASKS_2026.len()
+        required.tasks.len()
     );
 }
 
@@ -519,41 +529,13 @@ fn toolhost_as_a_2026_07_28_client_passes_the_required_client_scenarios() {
             .map(|(k, v)| (format!("auth/{k}"), v)),
     );
     let report = show(&run);
-    let listed = Command::new(suite.node())
-        .arg(suite.conformance_2026())
-        .args(["list", "--requirements", "2026-07-28"])
-        .output()
-        .unwrap();
-    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
-    // The client scenarios the revision requires: the list's section after "Client".
-    let required: Vec<String> = listed
-        .split("Client scenarios")
-        .nth(1)
-        .and_then(|rest| rest.split("Run and reported").next())
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("- "))
-        .map(str::to_string)
-        .collect();
-    assert_eq!(required.len(), 32, "{listed}");
-    let expected: Vec<&str> = CLIENT_EXPECTED_FAILURES_2026
-        .iter()
-        .map(|(s, _)| *s)
-        .collect();
-    for s in &required {
-        let bad = got
-            .get(s)
-            .unwrap_or_else(|| panic!("client scenario {s} did not run:\n{report}"));
-        if expected.contains(&s.as_str()) {
-            assert!(
-                !bad.is_empty(),
-                "client scenario {s} is listed as failing but passed: take it off \
-                 CLIENT_EXPECTED_FAILURES_2026 and docs/mcp.md"
-            );
-        } else {
-            assert!(bad.is_empty(), "client scenario {s}: {bad:?}\n{report}");
-        }
-    }
+    check_required(
+        &required_2026(&suite).client,
+        &got,
+        CLIENT_EXPECTED_FAILURES_2026,
+        "CLIENT_EXPECTED_FAILURES_2026",
+        &report,
+    );
 }
 
 #[test]

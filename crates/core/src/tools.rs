@@ -55,5 +55,5 @@ pub use registry::{
     LoadingGuard, Registration, RegistrationGuard, ToolCall, ToolEntry, ToolInvocation,
     ToolRegistry, ToolStats, is_valid_tool_name,
 };
-pub use render::{DEFAULT_MAX_TOOL_RESULT_BYTES, truncate_render};
+pub use render::{DEFAULT_MAX_TOOL_RESULT_BYTES, json_kind, truncate_render};
 pub use typed::{DynamicTool, DynamicToolBuilder, Tool, TypedTool, schema_for};

@@ -26,7 +26,11 @@ mod features;
 mod hooks;
 mod http_client;
 mod rounds;
+mod routes;
 mod transport;
+
+pub(crate) use routes::Route;
+use routes::Pending;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -501,11 +505,7 @@ impl McpClient {
         // returns the progress token rmcp picked. So the call's route is filed under a
         // token of toolhost's own first (not one rmcp hands out: a string, where rmcp's
         // are numbers) and moved to rmcp's token in one step under the lock.
-        let route = || Route {
-            ctx: ctx.clone(),
-            reported: false,
-            answered: false,
-        };
+        let route = || Route::of(ctx);
         let pending = Pending::file(&self.shared.progress, route());
         let sent = peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(self.cfg.timeout))
@@ -583,51 +583,6 @@ impl McpClient {
     pub(crate) fn stop_token(&self) -> CancellationToken {
         self.shared.stop.clone()
     }
-}
-
-/// The route of a call whose request is being sent, filed under a progress token of
-/// toolhost's own (`toolhost-pending-N`, unique in this process) until rmcp's token is
-/// known (see `call_tool_once`); forgotten when dropped, so a call given up while sending
-/// leaves nothing in flight.
-struct Pending {
-    progress: Arc<Mutex<HashMap<ProgressToken, Route>>>,
-    token: ProgressToken,
-}
-
-impl Pending {
-    fn file(progress: &Arc<Mutex<HashMap<ProgressToken, Route>>>, route: Route) -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let token = ProgressToken(rmcp::model::NumberOrString::String(
-            format!("toolhost-pending-{n}").into(),
-        ));
-        progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(token.clone(), route);
-        Pending {
-            progress: progress.clone(),
-            token,
-        }
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        self.progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.token);
-    }
-}
-
-/// Where a call's progress notifications (and a server's requests back) go: the call's
-/// context, whether the server reported progress for it, and whether the call was answered
-/// already (its route is then only kept for late progress, see [`PROGRESS_GRACE`]).
-pub(crate) struct Route {
-    pub(crate) ctx: ToolContext,
-    pub(crate) reported: bool,
-    pub(crate) answered: bool,
 }
 
 /// One request in flight: forgets its progress route when done and, if still armed when

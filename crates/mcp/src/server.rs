@@ -76,6 +76,7 @@ mod calls;
 mod drain;
 mod gateway_session;
 mod http;
+mod listen;
 mod rounds;
 mod sessions;
 mod stdio;
@@ -625,45 +626,7 @@ impl ServerHandler for McpServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        // 2026-07-28 `subscriptions/listen`: the registry's tool changes and, as a
-        // gateway, its servers' prompt and resource list changes, as the client's filter
-        // accepts them (the sink drops the others).
-        let mut tools = self.registry.watch_changes();
-        tools.borrow_and_update();
-        let mut events = self.gateway.as_ref().map(Gateway::events);
-        loop {
-            let gateway_event = async {
-                match &mut events {
-                    Some(rx) => rx.recv().await,
-                    None => std::future::pending().await,
-                }
-            };
-            let sent = tokio::select! {
-                _ = context.cancelled() => break,
-                r = tools.changed() => {
-                    if r.is_err() { break }
-                    context.sink().notify_tool_list_changed().await
-                }
-                ev = gateway_event => match ev {
-                    Ok(crate::GatewayEvent::PromptsChanged) => {
-                        context.sink().notify_prompt_list_changed().await
-                    }
-                    Ok(crate::GatewayEvent::ResourcesChanged) => {
-                        context.sink().notify_resource_list_changed().await
-                    }
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                        events = None;
-                        continue;
-                    }
-                },
-            };
-            match sent {
-                Ok(())
-                | Err(rmcp::service::SubscriptionSendError::NotificationNotAccepted(_)) => {}
-                Err(_) => break,
-            }
-        }
+        listen::forward_changes(&self.registry, self.gateway.as_ref(), context).await;
         Ok(())
     }
 }

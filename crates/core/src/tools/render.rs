@@ -4,6 +4,22 @@
 //! A result over the limit keeps its first 60 % and last 20 % (by bytes, cut on UTF-8
 //! character boundaries) with a marker between them that says how much was cut. The marker
 //! is information for the model: it knows it did not see everything and can ask for less.
+//!
+//! Also [`json_kind`]: how messages name the kind of a JSON value they did not expect.
+
+/// What kind of JSON value `v` is, as a message says it: "null", "a boolean", "a number",
+/// "a string", "an array", "an object".
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
 
 /// Default limit of the render text given to the model, in bytes.
 pub const DEFAULT_MAX_TOOL_RESULT_BYTES: usize = 20_000;

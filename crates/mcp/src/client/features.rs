@@ -236,12 +236,7 @@ impl McpClient {
         params: GetPromptRequestParams,
         ctx: &toolhost_core::tools::ToolContext,
     ) -> Result<GetPromptResult, UpstreamError> {
-        let route = super::Route {
-            ctx: ctx.clone(),
-            reported: false,
-            answered: false,
-        };
-        let _in_flight = super::Pending::file(&self.shared.progress, route);
+        let _in_flight = super::Pending::file(&self.shared.progress, super::Route::of(ctx));
         self.get_prompt(params).await
     }
 

@@ -44,12 +44,7 @@ impl McpClient {
         }
         let hooks = self.hooks();
         // While the questions are out, the call is in flight: its route says whose they are.
-        let route = Route {
-            ctx: ctx.clone(),
-            reported: false,
-            answered: false,
-        };
-        let _in_flight = Pending::file(&self.shared.progress, route);
+        let _in_flight = Pending::file(&self.shared.progress, Route::of(ctx));
         // To a 2026-07-28 client of `serve` the questions go on together, in one round,
         // under the server's own keys; to a person (a terminal, a client asked one
         // request at a time) one after the other.

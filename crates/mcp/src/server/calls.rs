@@ -97,24 +97,30 @@ impl McpServer {
         name: &str,
         context: &RequestContext<RoleServer>,
     ) -> tracing::Span {
+        let span = tracing::info_span!(
+            "mcp.request",
+            otel.name = tracing::field::Empty,
+            otel.kind = "server",
+            mcp.method.name = method,
+            gen_ai.tool.name = tracing::field::Empty,
+            mcp.protocol.version = tracing::field::Empty,
+            jsonrpc.request.id = %context.id,
+        );
+        // Without a subscriber that wants the span (no traces exported) nothing more is
+        // done for it: no lookup, no formatting, no trace context parsed.
+        if span.is_disabled() {
+            return span;
+        }
         let name = if self.registry.entry(name).is_some() {
             name
         } else {
             "(unknown)"
         };
-        let version = context
-            .protocol_version()
-            .map(|v| v.as_str().to_string())
-            .unwrap_or_default();
-        let span = tracing::info_span!(
-            "mcp.request",
-            otel.name = %format!("{method} {name}"),
-            otel.kind = "server",
-            mcp.method.name = method,
-            gen_ai.tool.name = %name,
-            mcp.protocol.version = %version,
-            jsonrpc.request.id = %context.id,
-        );
+        span.record("otel.name", format!("{method} {name}"));
+        span.record("gen_ai.tool.name", name);
+        if let Some(v) = context.protocol_version() {
+            span.record("mcp.protocol.version", v.as_str());
+        }
         crate::trace::continue_from(&span, &context.meta);
         span
     }

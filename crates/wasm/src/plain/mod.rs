@@ -424,12 +424,7 @@ fn arguments(
         other => {
             return Err(format!(
                 "the arguments must be a JSON object, got {}",
-                match other {
-                    Value::Array(_) => "an array",
-                    Value::String(_) => "a string",
-                    Value::Number(_) => "a number",
-                    _ => "a boolean",
-                }
+                toolhost_core::tools::json_kind(other)
             ));
         }
     };

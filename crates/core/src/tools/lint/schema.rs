@@ -233,7 +233,7 @@ pub fn check(subject: &Subject, walk: &Walk<'_>) -> Vec<Finding> {
             "parameters",
             format!(
                 "the parameters are {}, not a JSON Schema object",
-                kind(root)
+                crate::tools::json_kind(root)
             ),
         ));
         return out;
@@ -329,18 +329,6 @@ pub fn check(subject: &Subject, walk: &Walk<'_>) -> Vec<Finding> {
         ));
     }
     out
-}
-
-/// What kind of JSON value `v` is, for a message.
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -180,7 +180,7 @@ pub(super) fn check_definition(
     let Some(obj) = parameters.as_object() else {
         return Err(bad(format!(
             "parameters must be a JSON Schema object, got {}",
-            json_type(parameters)
+            crate::tools::json_kind(parameters)
         )));
     };
     match obj.get("type") {
@@ -209,7 +209,7 @@ pub(super) fn check_output_schema(
     if !schema.is_object() {
         return Err(bad(format!(
             "the output schema must be a JSON Schema object, got {}",
-            json_type(schema)
+            crate::tools::json_kind(schema)
         )));
     }
     let bytes = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
@@ -222,15 +222,4 @@ pub(super) fn check_output_schema(
     jsonschema::validator_for(schema)
         .map(Some)
         .map_err(|e| bad(format!("the output schema does not compile: {e}")))
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

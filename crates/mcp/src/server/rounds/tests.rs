@@ -1,0 +1,128 @@
+//! Tests of the round driver (`server/rounds.rs`): the binding, a restartable round that
+//! keeps nothing and is spent once, a parked round resumed by its answer.
+
+use super::*;
+use rmcp::model::{CallToolResult, ContentBlock, ElicitRequestParams, ElicitationCapability};
+use serde_json::json;
+
+fn caps() -> ClientCapabilities {
+    let mut c = ClientCapabilities::default();
+    c.elicitation = Some(ElicitationCapability::default());
+    c
+}
+
+fn form() -> ElicitRequestParams {
+    serde_json::from_value(json!({
+        "mode": "form", "message": "ok?",
+        "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    }))
+    .unwrap()
+}
+
+fn done(text: String) -> Result<ServerResult, ErrorData> {
+    Ok(ServerResult::CallToolResult(CallToolResult::success(vec![
+        ContentBlock::text(text),
+    ])))
+}
+
+fn input(step: Step) -> InputRequiredResult {
+    match step {
+        Step::Input(i) => i,
+        Step::Done(d) => panic!("complete: {d:?}"),
+    }
+}
+
+fn text(step: Step) -> String {
+    match step {
+        Step::Done(d) => serde_json::to_string(&*d).unwrap(),
+        Step::Input(i) => panic!("input required: {i:?}"),
+    }
+}
+
+#[test]
+fn the_binding_ignores_key_order_only() {
+    let a = binding("p", "tools/call", "t", &json!({"x": 1, "y": {"b": 2, "a": 1}}));
+    let b = binding("p", "tools/call", "t", &json!({"y": {"a": 1, "b": 2}, "x": 1}));
+    assert_eq!(a, b);
+    assert_ne!(a, binding("p", "tools/call", "t", &json!({"x": 2, "y": {"a": 1, "b": 2}})));
+    assert_ne!(a, binding("q", "tools/call", "t", &json!({"x": 1, "y": {"a": 1, "b": 2}})));
+    assert_ne!(a, binding("p", "tools/call", "u", &json!({"x": 1, "y": {"a": 1, "b": 2}})));
+}
+
+/// An approval-like question: restartable, nothing parked; the answer reaches the
+/// second run; the state is spent once and bound to its request.
+#[tokio::test]
+async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
+    let rounds = Rounds::new(None).unwrap();
+    let stop = CancellationToken::new();
+    let bind = binding("p", "tools/call", "t", &json!({}));
+    let work = |client: DownstreamClient, _c: CancellationToken| async move {
+        let r = client
+            .elicit_before_running("k", form(), Duration::from_secs(5))
+            .await?;
+        done(format!("answered {:?}", r.action))
+    };
+    let first = input(rounds.run(bind, None, None, caps(), "s", &stop, work).await.unwrap());
+    assert_eq!(rounds.parked(), 0);
+    let keys: Vec<_> = first.input_requests.unwrap().into_keys().collect();
+    assert_eq!(keys, ["k"]);
+    let state = first.request_state.unwrap();
+    let answers: InputResponses = [("k".to_string(), json!({"action": "accept"}))].into();
+    // Bound to its request: other arguments are refused.
+    let other = binding("p", "tools/call", "t", &json!({"x": 1}));
+    let e = rounds
+        .run(other, Some(&state), Some(&answers), caps(), "s", &stop, work)
+        .await
+        .err()
+        .unwrap();
+    assert!(e.message.contains("failed verification"), "{e:?}");
+    let out = text(
+        rounds
+            .run(bind, Some(&state), Some(&answers), caps(), "s", &stop, work)
+            .await
+            .unwrap(),
+    );
+    assert!(out.contains("answered Accept"), "{out}");
+    let e = rounds
+        .run(bind, Some(&state), Some(&answers), caps(), "s", &stop, work)
+        .await
+        .err()
+        .unwrap();
+    assert!(e.message.contains("used already"), "{e:?}");
+}
+
+/// A wrapped server's question: the call is parked until the retry answers it.
+#[tokio::test]
+async fn a_suspended_round_parks_the_call_until_answered() {
+    let rounds = Rounds::new(Some(&[7u8; 32])).unwrap();
+    let stop = CancellationToken::new();
+    let bind = binding("p", "tools/call", "t", &json!({}));
+    let work = |client: DownstreamClient, _c: CancellationToken| async move {
+        let r = client.elicit(form(), Duration::from_secs(30)).await?;
+        done(format!("got {}", serde_json::to_string(&r.content).unwrap()))
+    };
+    let first = input(rounds.run(bind, None, None, caps(), "s", &stop, work).await.unwrap());
+    assert_eq!(rounds.parked(), 1);
+    let key = first.input_requests.unwrap().into_keys().next().unwrap();
+    let state = first.request_state.unwrap();
+    // An answer that is not an object is refused (and spends the state).
+    let bad: InputResponses = [(key.clone(), json!(12345))].into();
+    let e = rounds
+        .run(bind, Some(&state), Some(&bad), caps(), "s", &stop, work)
+        .await
+        .err()
+        .unwrap();
+    assert!(e.message.contains("must be an object"), "{e:?}");
+    let again = input(rounds.run(bind, None, None, caps(), "s", &stop, work).await.unwrap());
+    let state = again.request_state.unwrap();
+    let key = again.input_requests.unwrap().into_keys().next().unwrap();
+    let good: InputResponses =
+        [(key, json!({"action": "accept", "content": {"ok": true}}))].into();
+    let out = text(
+        rounds
+            .run(bind, Some(&state), Some(&good), caps(), "s", &stop, work)
+            .await
+            .unwrap(),
+    );
+    assert!(out.contains(r#"\"ok\":true"#), "{out}");
+}
