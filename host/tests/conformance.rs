@@ -373,7 +373,8 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
 /// A wrapped server of the 2026-07-28 revision (`fixtures/native_2026_server.cjs`, the
 /// TypeScript SDK 2.x over HTTP), reached by toolhost as a 2026-07-28 client and served
 /// to a 2026-07-28 client: its question keeps its own key (`user_name`) through the
-/// gateway, so the suite's `input-required-result-basic-elicitation` passes.
+/// gateway, so the suite's `input-required-result-basic-elicitation` passes; a tool of it
+/// that asks forever is given up after toolhost's round bound, and a good call follows.
 #[test]
 fn a_wrapped_2026_07_28_servers_rounds_pass_through_under_its_own_keys() {
     let _serial = one_at_a_time();
@@ -417,8 +418,6 @@ fn a_wrapped_2026_07_28_servers_rounds_pass_through_under_its_own_keys() {
         .output()
         .unwrap();
     let got = outcomes(&out, "server-");
-    let _ = fixture.kill();
-    let _ = fixture.wait();
     assert!(
         got.get(scenario).is_some_and(Vec::is_empty),
         "{scenario}: {:?}\n{}\n--- serve stderr:\n{}",
@@ -426,6 +425,32 @@ fn a_wrapped_2026_07_28_servers_rounds_pass_through_under_its_own_keys() {
         show(&run),
         serve.stderr()
     );
+
+    // Hostile: a server whose tool asks again after every answer. toolhost as its client
+    // (`toolhost call`, nobody at a terminal: each question declined) gives up after its
+    // round bound; then a good call of the same server works.
+    let call = |tool: &str| {
+        Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(&dir)
+            .args(["call", "--plugins", "plugins", tool, "{}"])
+            .output()
+            .unwrap()
+    };
+    let forever = call("ask_forever");
+    let text = String::from_utf8_lossy(&forever.stderr).to_string();
+    assert!(!forever.status.success(), "{}", show(&forever));
+    assert!(
+        text.contains("asked for input more than 10 times"),
+        "{text}"
+    );
+    let good = call("hello");
+    assert!(
+        good.status.success() && String::from_utf8_lossy(&good.stdout).contains("hello from 2026"),
+        "{}",
+        show(&good)
+    );
+    let _ = fixture.kill();
+    let _ = fixture.wait();
 }
 
 #[test]

@@ -91,17 +91,23 @@ fn replica_in(cwd: &Path, dir: &Path, plugins: &Path, name: &str) -> ServeHttp {
     )
 }
 
-/// The number of successful `add` calls a replica counted.
-fn adds(admin: &str) -> f64 {
+/// The number of successful calls of `tool` a replica counted.
+fn ok_calls(admin: &str, tool: &str) -> f64 {
     let m = request(admin, "GET", "/metrics", &[], "").unwrap().body;
+    let label = format!(r#"tool="{tool}""#);
     m.lines()
         .filter(|l| {
             l.starts_with("toolhost_tool_calls_total{")
-                && l.contains(r#"tool="add""#)
+                && l.contains(&label)
                 && l.contains(r#"outcome="ok""#)
         })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+/// The number of successful `add` calls a replica counted.
+fn adds(admin: &str) -> f64 {
+    ok_calls(admin, "add")
 }
 
 /// One client: a session through the balancer, `calls` calls of `add`; a session lost
@@ -349,16 +355,8 @@ fn stateless_requests_need_no_affinity_and_approval_rounds_cross_replicas() {
         );
         assert!(done.to_string().contains("HELLO"), "call {i}: {done}");
     }
-    let ok = |admin: &str| -> f64 {
-        let m = request(admin, "GET", "/metrics", &[], "").unwrap().body;
-        m.lines()
-            .filter(|l| {
-                l.starts_with("toolhost_tool_calls_total{")
-                    && l.contains(r#"tool="shout""#)
-                    && l.contains(r#"outcome="ok""#)
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    };
-    assert_eq!(ok(&admins[0]) + ok(&admins[1]), 7.0);
+    assert_eq!(
+        ok_calls(&admins[0], "shout") + ok_calls(&admins[1], "shout"),
+        7.0
+    );
 }

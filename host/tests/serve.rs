@@ -403,3 +403,62 @@ fn a_2026_client_answers_in_rounds_and_cannot_forge_or_replay_them() {
     sorted.sort_unstable();
     assert_eq!(names, sorted);
 }
+
+/// `[serve] request_state_key_file` is a secret: a file others may read, or a key too short
+/// to seal with, is refused before `serve` listens, naming what to fix. (A good key file is
+/// used by `host/tests/replicas.rs`.)
+#[cfg(unix)]
+#[test]
+fn a_request_state_key_that_others_can_read_or_that_is_short_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = toolhost_testkit::temp_dir("serve-state-key");
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    let key = dir.join("state.key");
+    std::fs::write(
+        dir.join("toolhost.toml"),
+        format!(
+            "[serve]\nrequest_state_key_file = {:?}\n",
+            key.display().to_string()
+        ),
+    )
+    .unwrap();
+    let serve = || {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(&dir)
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--plugins",
+                "plugins",
+                "--no-audit",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Refused before listening: it exits on its own (killed after 60 s otherwise).
+        let t0 = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("serve started with a bad key file");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child.wait_with_output().unwrap()
+    };
+    std::fs::write(&key, "k".repeat(48)).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = serve();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success() && err.contains("chmod 600"), "{err}");
+    std::fs::write(&key, "short").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = serve();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        !out.status.success() && err.contains("at least 32 bytes"),
+        "{err}"
+    );
+}
