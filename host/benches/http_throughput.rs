@@ -265,12 +265,12 @@ async fn measure(target: &Target, clients: usize, window: Duration) -> Result<Fi
 }
 
 /// Starts `toolhost serve --http` (release binary) with a plugins folder holding only
-/// `calc`, and no config file of the user's.
-fn spawn_toolhost(calc: &Path, dir: &Path, port: u16) -> Result<Peer> {
+/// `calc`, and `config` as its config file (none of the user's).
+fn spawn_toolhost(calc: &Path, dir: &Path, port: u16, config: &str) -> Result<Peer> {
     let plugins = dir.join("plugins");
     std::fs::create_dir_all(&plugins)?;
     std::fs::copy(calc, plugins.join("calc.wasm"))?;
-    std::fs::write(dir.join("toolhost.toml"), "")?;
+    std::fs::write(dir.join("toolhost.toml"), config)?;
     let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .args(["serve", "--http", &format!("127.0.0.1:{port}")])
         .arg("--config")
@@ -405,7 +405,7 @@ fn main() {
     }
     match calc_wasm() {
         Some(calc) => match free_port().and_then(|port| {
-            let p = spawn_toolhost(&calc, tmp.path(), port)?;
+            let p = spawn_toolhost(&calc, tmp.path(), port, "")?;
             Ok((p, port))
         }) {
             Ok((p, port)) => {
@@ -426,14 +426,36 @@ fn main() {
              target/plugins (run `cargo xtask plugins`)"
         ),
     }
+    // The same with spare sandboxes: each call's sandbox prepared after the call before
+    // (`[serve] spare_sandboxes`, docs/design.md "Spare sandboxes").
+    if let Some(calc) = calc_wasm() {
+        let spares = "[serve]\nspare_sandboxes = 8\n";
+        match free_port().and_then(|port| {
+            let p = spawn_toolhost(&calc, &tmp.path().join("spares"), port, spares)?;
+            Ok((p, port))
+        }) {
+            Ok((p, port)) => {
+                peers.push(p);
+                targets.push(Target {
+                    label: "toolhost serve --http, spare sandboxes",
+                    addr: SocketAddr::from(([127, 0, 0, 1], port)),
+                    tool: Tool {
+                        name: "add",
+                        args: |n| json!({"x": n & 0xffff, "y": 1}),
+                    },
+                });
+            }
+            Err(e) => println!("toolhost serve --http with spares: skipped: {e:#}"),
+        }
+    }
     // Replicas behind HAProxy: one, then two (the first is shared by both balancers,
     // which are measured one after the other).
     if let (Some(haproxy), Some(calc)) = (toolhost_testkit::peers::haproxy(), calc_wasm()) {
         let started = (|| -> Result<()> {
             let r0 = free_port()?;
-            peers.push(spawn_toolhost(&calc, &tmp.path().join("r0"), r0)?);
+            peers.push(spawn_toolhost(&calc, &tmp.path().join("r0"), r0, "")?);
             let r1 = free_port()?;
-            peers.push(spawn_toolhost(&calc, &tmp.path().join("r1"), r1)?);
+            peers.push(spawn_toolhost(&calc, &tmp.path().join("r1"), r1, "")?);
             for (label, replicas) in [
                 ("HAProxy + 1 toolhost replica", vec![r0]),
                 ("HAProxy + 2 toolhost replicas", vec![r0, r1]),

@@ -48,6 +48,8 @@ pub enum AdminError {
 #[derive(Debug, Clone)]
 pub struct Readiness {
     not_ready: Arc<Mutex<Option<String>>>,
+    /// Set by [`Readiness::set_stopping`]: not ready for good.
+    stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Readiness {
@@ -55,21 +57,46 @@ impl Readiness {
     pub fn not_ready(reason: impl Into<String>) -> Readiness {
         let r = Readiness {
             not_ready: Arc::new(Mutex::new(None)),
+            stopping: Arc::default(),
         };
         r.set_not_ready(reason);
         r
     }
 
-    /// Ready from now on (until [`Readiness::set_not_ready`]).
+    /// Ready from now on (until [`Readiness::set_not_ready`]), unless the process is
+    /// stopping ([`Readiness::set_stopping`]): a load that ends during a shutdown must
+    /// not bring traffic back.
     pub fn set_ready(&self) {
-        *self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let mut r = self.not_ready.lock().unwrap_or_else(|e| e.into_inner());
+        if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        *r = None;
         metrics::gauge!("toolhost_ready").set(1.0);
     }
 
-    /// Not ready from now on, for `reason`.
+    /// Not ready from now on, for `reason` (a stopping process keeps its reason).
     pub fn set_not_ready(&self, reason: impl Into<String>) {
-        *self.not_ready.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.into());
+        let mut r = self.not_ready.lock().unwrap_or_else(|e| e.into_inner());
+        if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        *r = Some(reason.into());
         metrics::gauge!("toolhost_ready").set(0.0);
+    }
+
+    /// Not ready for good, for `reason`: the process is shutting down.
+    pub fn set_stopping(&self, reason: impl Into<String>) {
+        let mut r = self.not_ready.lock().unwrap_or_else(|e| e.into_inner());
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Release);
+        *r = Some(reason.into());
+        metrics::gauge!("toolhost_ready").set(0.0);
+    }
+
+    /// Whether the process is shutting down.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// `Ok` when ready, else why not.
@@ -369,14 +396,23 @@ pub async fn serve_admin(
         source,
     })?;
     on_bound(bound);
-    axum::serve(listener, router(readiness, metrics))
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await
-        .map_err(|source| AdminError::Bind {
-            addr: addr.to_string(),
-            source,
-        })
+    // Unauthenticated, but not unbounded: a few connections at once (probes and a
+    // scraper need one or two), each given a few seconds to send its request head.
+    let limits = crate::mcp::server::HttpLimits {
+        max_connections: ADMIN_MAX_CONNECTIONS,
+        header_read_timeout: ADMIN_HEADER_TIMEOUT,
+        ..crate::mcp::server::HttpLimits::default()
+    };
+    crate::mcp::server::serve_connections(listener, router(readiness, metrics), &limits, stop)
+        .await;
+    Ok(())
 }
+
+/// Connections the admin listener serves at once; more wait in the accept queue.
+pub const ADMIN_MAX_CONNECTIONS: usize = 16;
+
+/// How long an admin connection may take to send its request head.
+pub const ADMIN_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {
@@ -399,7 +435,12 @@ mod tests {
         assert_eq!(r.check(), Err("loading the plugins".into()));
         r.set_ready();
         assert_eq!(r.check(), Ok(()));
-        r.clone().set_not_ready("shutting down");
+        r.clone().set_stopping("shutting down");
         assert_eq!(r.check(), Err("shutting down".into()));
+        // A load or tier-up that ends during the shutdown does not bring traffic back.
+        r.set_ready();
+        r.set_not_ready("optimizing");
+        assert_eq!(r.check(), Err("shutting down".into()));
+        assert!(r.is_stopping());
     }
 }

@@ -76,6 +76,7 @@ pub struct HostConfig {
 /// auth_token_file = "/etc/toolhost/tokens"   # one bearer token per line, mode 0600
 /// max_concurrent_calls = 16                   # tool calls executing at once (default 4)
 /// request_state_key_file = "/etc/toolhost/state.key"  # shared by replicas, mode 0600
+/// spare_sandboxes = 0                         # sandboxes prepared ahead (default 0, max 32)
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -93,7 +94,17 @@ pub struct ServeConfig {
     /// one load balancer share it, so a retry continues an approval round on any of
     /// them. Without it each process makes a random key of its own.
     pub request_state_key_file: Option<std::path::PathBuf>,
+    /// How many single-use sandboxes of recently called tools are prepared ahead, in the
+    /// background (at most one per tool; each holds one of the engine's instance slots
+    /// and its memory). Every call still runs in an instance nobody ran before. Default
+    /// 0: measured on two cores, preparing ahead did not pay (docs/benchmarks.md, "Spare
+    /// sandboxes"); at most [`MAX_SPARE_SANDBOXES`].
+    pub spare_sandboxes: Option<usize>,
 }
+
+/// The most spare sandboxes `[serve] spare_sandboxes` may ask for: half the engine's
+/// instance slots, so calls always have the other half.
+pub const MAX_SPARE_SANDBOXES: usize = 32;
 
 /// `[audit]`: where `serve` and `chat` write one record per tool call. The `--audit FILE`
 /// and `--no-audit` flags win.

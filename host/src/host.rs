@@ -47,10 +47,12 @@ impl Host {
 
     /// A long-lived host's (`serve`): a component missing from the compile cache is
     /// compiled by the baseline compiler first and by Cranelift in the background
-    /// ([`EngineOptions::baseline_first`]).
-    pub fn long_lived() -> Result<Host, EngineError> {
+    /// ([`EngineOptions::baseline_first`]); `spare_sandboxes` sandboxes of recently called
+    /// tools are prepared ahead ([`EngineOptions::spare_sandboxes`]).
+    pub fn long_lived(spare_sandboxes: usize) -> Result<Host, EngineError> {
         Host::with_options(EngineOptions {
             baseline_first: true,
+            spare_sandboxes,
             ..EngineOptions::default()
         })
     }

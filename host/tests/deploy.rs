@@ -1,7 +1,8 @@
 //! A replica as an orchestrator sees it: the real binary's `serve --http --admin`.
 //!
 //! - `/healthz` answers at once; `/readyz` is 503 with the reason while a plugin is still
-//!   loading (a component whose `describe()` sleeps into its 2 s deadline), 200 after;
+//!   loading (a component whose `describe()` sleeps into its 2 s deadline) or still
+//!   compiling its optimized code, 200 after;
 //! - `/metrics` counts the calls by tool, source and outcome, has the latency histogram and
 //!   the plugin load times; a call of a tool that does not exist is counted under
 //!   `(unknown)`, never under the name the caller made up;
@@ -479,4 +480,92 @@ fn traces_continue_the_clients_trace_and_reach_the_otlp_endpoint() {
     );
     assert!(attr(failed, "error.type").unwrap().contains("not_found"));
     assert!(spans.iter().all(|s| !format!("{s:?}").contains("qqqqqqqq")));
+}
+
+#[test]
+fn silent_connections_cannot_starve_the_admin_endpoints() {
+    use std::io::Read;
+    let (dir, plugins) = work(&[("calc", "calc")]);
+    let server = serve(dir.path(), &plugins, &[]);
+    let admin = server.admin_addr().expect("the admin address");
+    // More connections than the admin listener serves at once, none sending a byte.
+    let n = toolhost::admin::ADMIN_MAX_CONNECTIONS + 4;
+    let mut silent: Vec<std::net::TcpStream> = (0..n)
+        .map(|_| std::net::TcpStream::connect(&admin).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // A probe still gets its answer: the silent ones are dropped at the header timeout.
+    let t0 = Instant::now();
+    let r = request(&admin, "GET", "/healthz", &[], "").unwrap();
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        t0.elapsed() < toolhost::admin::ADMIN_HEADER_TIMEOUT * 3,
+        "answered after {:?}",
+        t0.elapsed()
+    );
+    // The server closed the silent connections (EOF, or reset), it did not keep them.
+    for s in silent
+        .iter_mut()
+        .take(toolhost::admin::ADMIN_MAX_CONNECTIONS)
+    {
+        s.set_read_timeout(Some(toolhost::admin::ADMIN_HEADER_TIMEOUT * 3))
+            .unwrap();
+        let mut got = Vec::new();
+        match s.read_to_end(&mut got) {
+            Ok(_) => {}
+            Err(e) => assert!(
+                !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "a silent connection was kept open: {e}"
+            ),
+        }
+    }
+    wait_ready(&admin);
+}
+
+/// The optimized (Cranelift) artifacts in the compile cache of the work folder `dir`
+/// (baseline builds are never cached).
+fn optimized_artifacts(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("cache/toolhost/wasm"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn ready_waits_for_the_optimized_code_of_a_cold_start() {
+    // A cold cache: `calc` loads on baseline code within moments, its optimized build
+    // follows in the background. Ready means that build is in.
+    let (dir, plugins) = work(&[("calc", "calc")]);
+    let server = serve(dir.path(), &plugins, &[]);
+    let admin = server.admin_addr().expect("the admin address");
+    let mut reasons = Vec::new();
+    let t0 = Instant::now();
+    loop {
+        let r = request(&admin, "GET", "/readyz", &[], "").unwrap();
+        if r.status == 200 {
+            break;
+        }
+        if !reasons.contains(&r.body) {
+            reasons.push(r.body.clone());
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "never ready: {reasons:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        optimized_artifacts(dir.path()),
+        1,
+        "ready before the optimized build was in (503 reasons seen: {reasons:?})"
+    );
+    let session = mcp_session(&server.addr()).unwrap();
+    let r = mcp_call(&server.addr(), &session, "add", r#"{"x": 40, "y": 2}"#).unwrap();
+    assert!(r.body.contains("42"), "{r:?}");
 }

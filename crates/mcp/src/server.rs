@@ -88,7 +88,7 @@ use gateway_session::GatewaySession;
 
 pub use auth::BearerTokens;
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
-pub use http::{ANY_HOST, HttpLimits, HttpServeOptions};
+pub use http::{ANY_HOST, HttpLimits, HttpServeOptions, serve_connections};
 pub use sessions::{
     CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
 };

@@ -7,7 +7,11 @@
 //! Env: `CONCURRENCY=1` turns component-model concurrency support on, `NO_FUEL=1`,
 //! `NO_EPOCH=1`, `NO_POOLING=1` switch those off; `KEEP_RESIDENT=BYTES` and
 //! `TABLE_KEEP_RESIDENT=BYTES` set `EngineOptions::keep_resident` and
-//! `table_keep_resident`; `TABLE_EAGER=1` turns `table_lazy_init` off.
+//! `table_keep_resident`; `TABLE_EAGER=1` turns `table_lazy_init` off; `SPARES=N` sets
+//! `spare_sandboxes` (`SPARE_MIN_BUILD_US=N` its `spare_min_build`); `PACE_US=N` waits N µs between calls (outside the timed part),
+//! as a caller that is not saturating the tool would; `MULTI=1` runs on a two-worker
+//! runtime (as `serve` does) instead of the current thread, so a spare is built while
+//! the loop waits (use it for both sides of a spares comparison).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
@@ -36,12 +40,26 @@ fn main() {
         keep_resident: bytes("KEEP_RESIDENT", d.keep_resident),
         table_keep_resident: bytes("TABLE_KEEP_RESIDENT", d.table_keep_resident),
         table_lazy_init: on("TABLE_EAGER"),
+        spare_sandboxes: bytes("SPARES", 0),
+        spare_min_build: std::time::Duration::from_micros(bytes(
+            "SPARE_MIN_BUILD_US",
+            d.spare_min_build.as_micros() as usize,
+        ) as u64),
         ..d
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let pace = std::time::Duration::from_micros(bytes("PACE_US", 0) as u64);
+    let rt = if on("MULTI") {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
     let engine = WasmEngine::with_options(opts).unwrap();
     let plugin = rt.block_on(Plugin::load(&engine, &path)).unwrap();
     let t = plugin
@@ -57,6 +75,9 @@ fn main() {
     let mut times = Vec::with_capacity(n);
     let start = Instant::now();
     for _ in 0..n {
+        if !pace.is_zero() {
+            std::thread::sleep(pace);
+        }
         let s = Instant::now();
         rt.block_on(t.run(&args, &ctx)).unwrap();
         times.push(s.elapsed());
@@ -64,9 +85,10 @@ fn main() {
     let total = start.elapsed();
     times.sort();
     println!(
-        "{n} calls: mean {:?}, median {:?}, p99 {:?}",
+        "{n} calls: mean {:?} (wall, pauses included), median {:?}, p99 {:?}, {} in a spare",
         total / n as u32,
         times[n / 2],
-        times[n * 99 / 100]
+        times[n * 99 / 100],
+        engine.spare_sandboxes_used()
     );
 }

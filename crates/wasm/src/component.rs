@@ -362,6 +362,7 @@ impl Plugin {
                     spec,
                     grant,
                     refusal,
+                    spare: Arc::default(),
                 })
             })
             .collect();

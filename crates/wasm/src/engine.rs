@@ -12,7 +12,6 @@
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
@@ -22,96 +21,7 @@ use crate::bindings;
 use crate::cache::{prepare_cache_dir, read_index, write_atomically};
 use crate::error::{EngineError, PluginError};
 use crate::sandbox::HostState;
-
-/// Engine settings. The defaults suit the CLI; benchmarks switch fuel/epoch off to
-/// measure their cost.
-#[derive(Debug, Clone)]
-pub struct EngineOptions {
-    /// Use the pooling instance allocator (fast instantiation). Default: on.
-    pub pooling: bool,
-    /// Compile fuel metering in, so policies may set `fuel`. Default: on.
-    pub fuel: bool,
-    /// Compile epoch checks in, so the wall-clock deadline works. Default: on.
-    pub epoch: bool,
-    /// wasmtime's component-model concurrency support (the component-model `async`
-    /// features). It costs about 10 µs on every call (the store's task machinery is set
-    /// up and torn down), and none of our guest toolchains (Rust, componentize-js,
-    /// componentize-py, C) emit those features, so it is off by default. A component
-    /// that does use them fails to compile without it; the loader then compiles it on a
-    /// second engine that has it on (created on first need), so such plugins still load.
-    /// Default: off.
-    pub concurrency_support: bool,
-    /// Epoch tick period (deadline resolution). Default: 10 ms.
-    pub epoch_tick: Duration,
-    /// Max native wasm stack per call, bytes. Default: 1 MiB.
-    pub max_wasm_stack: usize,
-    /// Max concurrent instances (pooling slots). Default: 64.
-    pub max_instances: u32,
-    /// Bytes of each linear memory (and table) the pooling allocator keeps mapped between
-    /// calls. After a call, the pages the guest wrote (found with Linux's `PAGEMAP_SCAN`,
-    /// kernel 6.7+) are reset by copying the original contents back, up to this many
-    /// bytes; only memory beyond it is given back with `madvise`. A small tool thus
-    /// costs no page faults and no TLB shootdowns per call, and every call still starts
-    /// from the pristine initial memory. 0 turns this off. Default: 2 MiB.
-    pub keep_resident: usize,
-    /// Bytes of each table the pooling allocator keeps mapped between calls (reset by
-    /// `memset`, the rest given back with `madvise`). Default: 1 MiB.
-    pub table_keep_resident: usize,
-    /// Initialize funcref tables lazily (wasmtime's `table_lazy_init`): an element is
-    /// filled in on its first use, at the cost of a check on every indirect call and a
-    /// host call per element used; off fills every element at instantiation. Default: on.
-    pub table_lazy_init: bool,
-    /// The compile cache folder; `None` disables the cache. Default: the platform cache
-    /// dir + `toolhost/wasm`.
-    pub cache_dir: Option<PathBuf>,
-    /// Largest `.wasm` file the loader accepts, bytes. Default: 64 MiB.
-    pub max_plugin_bytes: u64,
-    /// The code generator of this engine. Default: [`Compiler::Cranelift`].
-    pub compiler: Compiler,
-    /// Tier up: a component missing from the compile cache is first compiled with Winch
-    /// (wasmtime's baseline compiler, 4-8x quicker to compile, slower code) on a sibling
-    /// engine, so its tools are described and callable within about a second of work;
-    /// the Cranelift build is then compiled on a background thread, written to the
-    /// cache and swapped in: calls started after the swap run the optimized code, calls
-    /// in flight finish on the baseline code they started with. Every limit (fuel,
-    /// epoch deadline, memory, stack) holds on both tiers. Suits a long-lived host
-    /// (`serve`); a one-shot command would exit before the Cranelift build is cached and
-    /// pay the baseline compile again next time, so it is off by default. A component
-    /// Winch cannot compile (e.g. one using tail calls or GC) takes the Cranelift path
-    /// directly. See docs/design.md, "Compile tiers". Default: off.
-    pub baseline_first: bool,
-}
-
-/// Which of wasmtime's code generators an engine uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Compiler {
-    /// The optimizing compiler: slow to compile, fast code. Its artifacts are cached.
-    #[default]
-    Cranelift,
-    /// The baseline compiler: one pass, fast to compile, slower code.
-    Winch,
-}
-
-impl Default for EngineOptions {
-    fn default() -> Self {
-        EngineOptions {
-            pooling: true,
-            fuel: true,
-            epoch: true,
-            concurrency_support: false,
-            epoch_tick: Duration::from_millis(10),
-            max_wasm_stack: 1 << 20,
-            max_instances: 64,
-            keep_resident: 2 << 20,
-            table_keep_resident: 1 << 20,
-            table_lazy_init: true,
-            cache_dir: dirs::cache_dir().map(|d| d.join("toolhost").join("wasm")),
-            max_plugin_bytes: 64 << 20,
-            compiler: Compiler::Cranelift,
-            baseline_first: false,
-        }
-    }
-}
+pub use crate::options::{Compiler, EngineOptions};
 
 pub(crate) struct EngineInner {
     pub(crate) engine: Engine,
@@ -135,6 +45,10 @@ pub(crate) struct EngineInner {
     /// The queue of the optimizer thread (see [`WasmEngine::optimize_later`]); `None`
     /// when the thread could not be started.
     optimizer: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>>,
+    /// How many spare sandboxes exist, against [`EngineOptions::spare_sandboxes`].
+    pub(crate) spares: Arc<crate::spare::Budget>,
+    /// Optimizer jobs queued or running ([`WasmEngine::optimizing`]).
+    optimizing: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A background job of the optimizer thread.
@@ -253,7 +167,6 @@ impl WasmEngine {
             inner: Arc::new(EngineInner {
                 engine,
                 linker,
-                options,
                 config_key,
                 cache_dir,
                 cache_problem,
@@ -261,6 +174,9 @@ impl WasmEngine {
                 concurrent: std::sync::OnceLock::new(),
                 baseline: std::sync::OnceLock::new(),
                 optimizer: std::sync::OnceLock::new(),
+                spares: Arc::new(crate::spare::Budget::new(options.spare_sandboxes)),
+                optimizing: Arc::default(),
+                options,
             }),
         })
     }
@@ -273,6 +189,17 @@ impl WasmEngine {
     /// The options in force.
     pub fn options(&self) -> &EngineOptions {
         &self.inner.options
+    }
+
+    /// How many spare sandboxes this engine holds now, built or being built (at most
+    /// [`EngineOptions::spare_sandboxes`]).
+    pub fn spare_sandboxes(&self) -> usize {
+        self.inner.spares.live()
+    }
+
+    /// How many calls ran in a spare sandbox so far.
+    pub fn spare_sandboxes_used(&self) -> u64 {
+        self.inner.spares.used()
     }
 
     /// The compile cache folder in use (its real path), if any.
@@ -529,10 +456,32 @@ impl WasmEngine {
                 }
             }
         });
-        match queue.as_ref().map(|q| q.lock()) {
-            Some(Ok(tx)) => tx.send(job).is_ok(),
+        use std::sync::atomic::Ordering;
+        let pending = self.inner.optimizing.clone();
+        pending.fetch_add(1, Ordering::AcqRel);
+        let counted: Job = Box::new(move || {
+            job();
+            pending.fetch_sub(1, Ordering::AcqRel);
+        });
+        let queued = match queue.as_ref().map(|q| q.lock()) {
+            Some(Ok(tx)) => tx.send(counted).is_ok(),
             _ => false,
+        };
+        if !queued {
+            // The job (and its decrement) was dropped with the failed send.
+            self.inner.optimizing.fetch_sub(1, Ordering::AcqRel);
         }
+        queued
+    }
+
+    /// How many optimized (Cranelift) builds of plugins that started on baseline code
+    /// are queued or compiling ([`EngineOptions::baseline_first`]): while not 0, some
+    /// calls run on slower code. A failed build counts as done (its plugin stays on
+    /// baseline code, with a warning).
+    pub fn optimizing(&self) -> usize {
+        self.inner
+            .optimizing
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// [`Self::compile_any`] of bytes whose digest is known (also the background half

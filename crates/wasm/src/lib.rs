@@ -108,10 +108,12 @@ runtime! {
     mod host;
     pub mod http_gate;
     pub mod limits;
+    pub mod options;
     mod pinned;
     pub mod plain;
     pub mod reports;
     pub mod sandbox;
+    mod spare;
     mod store;
     mod tool;
     mod versions;

@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use toolhost_core::tools::ToolContext;
 use wasmtime::component::ResourceTable;
@@ -46,6 +47,8 @@ pub struct HostState {
     pub(crate) gate: HttpGate,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) stopped: Option<StopReason>,
+    /// When the epoch callback stops the running wasm (the call's wall-clock deadline).
+    pub(crate) deadline: Instant,
     pub(crate) plugin: Arc<str>,
     pub(crate) tool: Arc<str>,
     pub(crate) ctx: Option<ToolContext>,
@@ -175,6 +178,7 @@ impl HostState {
             },
             limiter: MemoryLimiter::new(spec.policy.memory_bytes),
             stopped: None,
+            deadline: Instant::now(),
             plugin: spec.plugin,
             tool: spec.tool,
             ctx: spec.ctx,

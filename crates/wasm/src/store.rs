@@ -40,7 +40,7 @@ pub(crate) fn new_store(
     engine: &WasmEngine,
     call: CallSpec<'_>,
 ) -> Result<Store<HostState>, StoreError> {
-    let state = HostState::new(StateSpec {
+    let mut state = HostState::new(StateSpec {
         plugin: inner.name.clone(),
         tool: Arc::from(call.tool),
         grant: call.grant,
@@ -48,6 +48,7 @@ pub(crate) fn new_store(
         policy: &inner.policy,
         ctx: call.ctx,
     })?;
+    state.deadline = Instant::now() + call.timeout;
     let mut store = Store::new(engine.engine(), state);
     store.limiter(|s| &mut s.limiter);
     if engine.options().fuel {
@@ -60,7 +61,7 @@ pub(crate) fn new_store(
     if engine.options().epoch {
         // Check every tick: stop on cancellation or once the wall-clock deadline passed,
         // otherwise yield to the executor (so a timeout or drop of the future also works).
-        let deadline = Instant::now() + call.timeout;
+        // The deadline is the state's: a spare sandbox gets its call's when it is taken.
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |mut cx| {
             let cancelled = cx
@@ -70,7 +71,7 @@ pub(crate) fn new_store(
                 .is_some_and(ToolContext::is_cancelled);
             let reason = if cancelled {
                 Some(StopReason::Cancelled)
-            } else if Instant::now() >= deadline {
+            } else if Instant::now() >= cx.data().deadline {
                 Some(StopReason::Deadline)
             } else {
                 None

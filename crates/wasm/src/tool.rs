@@ -1,11 +1,12 @@
 //! [`WasmTool`]: one tool a component described, an ordinary [`BaseTool`]. Every call
-//! ([`WasmTool::run`]) gets a fresh `Store` and instance (see [`crate::store`]), so calls
-//! share no state; the result is turned into a [`ToolOutput`], capped at
+//! ([`WasmTool::run`]) gets a fresh `Store` and instance, instantiated with no capability
+//! and then given the call's (see [`crate::store`], [`crate::spare`]), so calls share no
+//! state; the result is turned into a [`ToolOutput`], capped at
 //! [`MAX_CANONICAL_BYTES`].
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -20,7 +21,8 @@ use crate::describe::ToolSpec;
 use crate::grant::Grant;
 use crate::limits::map_trap;
 use crate::policy::Policy;
-use crate::store::{CallSpec, facts, new_store};
+use crate::spare::{SpareSlot, Unprepared, prepare};
+use crate::store::{CallSpec, facts};
 use toolhost_core::tools::content::{ContentBlock, render_blocks};
 
 /// How much longer than a plugin's own deadline the registry waits for a call: the
@@ -50,6 +52,8 @@ pub struct WasmTool {
     /// Set by [`Plugin::refuse_tools`](crate::Plugin::refuse_tools): every call is
     /// refused with this message.
     pub(crate) refusal: Option<String>,
+    /// The next call's sandbox, when spare sandboxes are on ([`crate::spare`]).
+    pub(crate) spare: Arc<SpareSlot>,
 }
 
 impl std::fmt::Debug for WasmTool {
@@ -71,6 +75,7 @@ impl WasmTool {
             spec: self.spec.clone(),
             grant: self.grant.clone(),
             refusal: self.refusal.clone(),
+            spare: Arc::default(),
         }
     }
 
@@ -123,31 +128,63 @@ impl WasmTool {
             .plugin
             .runnable()
             .map_err(|e| ToolError::failed(name, format!("the plugin cannot be loaded: {e}")))?;
-        let mut store = new_store(
-            &self.plugin,
-            engine,
-            CallSpec {
-                grant: &self.grant,
-                declared_network,
-                ctx: Some(ctx.clone()),
-                tool: name,
-                timeout,
-                fuel: policy.fuel,
-            },
-        )
-        .map_err(|e| ToolError::failed(name, e.to_string()))?;
+        // The sandbox: the spare when there is one ([`crate::spare`]), else one prepared
+        // now; either way the component was instantiated with no capability, and the
+        // call's own go in just before the call.
+        let started = Instant::now();
+        let (prepared, deadline) = match self.spare.take(pre) {
+            Some(spare) => (Ok(spare), started + timeout),
+            None => {
+                let deadline = started + timeout;
+                let made = tokio::select! {
+                    r = prepare(&self.plugin, engine, pre, name, deadline) => r,
+                    () = ctx.cancellation_token().cancelled() => {
+                        return Err(ToolError::Cancelled(name.to_string()));
+                    }
+                };
+                (made, deadline)
+            }
+        };
+        let max_stack = self.plugin.engine.options().max_wasm_stack;
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(Unprepared::Store(e)) => return Err(ToolError::failed(name, e.to_string())),
+            Err(Unprepared::Trap(e, store)) => {
+                store.data().flush_output();
+                let facts = facts(&store, timeout, policy.fuel, max_stack);
+                return Err(map_trap(name, &e, facts));
+            }
+            Err(Unprepared::Timeout(store)) => {
+                store.data().flush_output();
+                return Err(ToolError::Timeout(name.to_string(), timeout));
+            }
+        };
+        let call = CallSpec {
+            grant: &self.grant,
+            declared_network,
+            ctx: Some(ctx.clone()),
+            tool: name,
+            timeout,
+            fuel: policy.fuel,
+        };
+        let (mut store, instance) = prepared
+            .arm(&self.plugin, engine, call, deadline)
+            .map_err(|e| ToolError::failed(name, e.to_string()))?;
         let wit_ctx = bindings::CallContext {
             session_id: ctx.session_id().to_string(),
             trace_id: ctx.trace_id().to_string(),
             call_id: ctx.call_id().to_string(),
         };
         let args_text = args.to_string();
-        let run = async { pre.call(&mut store, guest_name, &args_text, &wit_ctx).await };
+        let run = async {
+            pre.call(&mut store, instance, guest_name, &args_text, &wit_ctx)
+                .await
+        };
         // The epoch callback stops running wasm; this stops a guest blocked in host I/O
         // (a slow server, a pollable that never fires), where no wasm runs to be checked.
         let outcome = tokio::select! {
             r = run => Some(r),
-            () = tokio::time::sleep(timeout) => None,
+            () = tokio::time::sleep_until(deadline.into()) => None,
             () = ctx.cancellation_token().cancelled() => {
                 return Err(ToolError::Cancelled(name.to_string()));
             }
@@ -157,6 +194,10 @@ impl WasmTool {
             return Err(ToolError::Timeout(name.to_string(), timeout));
         };
         store.data().flush_output();
+        if res.is_ok() {
+            // The guest ran: the tool is in use, so the next call's sandbox is made now.
+            self.spare.refill(&self.plugin, &self.registered, started);
+        }
         // The fuel the call used, on the registry's `execute` span (traces).
         if let Ok(left) = store.get_fuel() {
             let used = policy.fuel.unwrap_or(u64::MAX).saturating_sub(left);
@@ -174,12 +215,7 @@ impl WasmTool {
             Err(e) => Err(map_trap(
                 name,
                 &e,
-                facts(
-                    &store,
-                    timeout,
-                    policy.fuel,
-                    self.plugin.engine.options().max_wasm_stack,
-                ),
+                facts(&store, timeout, policy.fuel, max_stack),
             )),
             Ok(Err(guest)) => Err(match guest {
                 bindings::ToolError::InvalidArguments(m) => ToolError::invalid_args(name, m),

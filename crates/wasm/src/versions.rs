@@ -73,24 +73,44 @@ impl WorldPre {
         }
     }
 
-    /// Instantiates the component and runs `call(name, arguments, ctx)`; for a plain WIT
+    /// Instantiates the component in `store` (for a call; a plain WIT component's
+    /// arguments are checked before, see [`WorldPre::call`]).
+    pub(crate) async fn instantiate(
+        &self,
+        store: &mut Store<HostState>,
+    ) -> wasmtime::Result<Instantiated> {
+        Ok(match self {
+            WorldPre::V1(pre) => Instantiated::V1(pre.instantiate_async(&mut *store).await?),
+            WorldPre::V2(pre) => Instantiated::V2(pre.instantiate_async(&mut *store).await?),
+            WorldPre::Plain(pre) => Instantiated::Plain(pre.pre.instantiate_async(&mut *store).await?),
+        })
+    }
+
+    /// Runs `call(name, arguments, ctx)` in `instance` (instantiated from this component
+    /// in `store`, see [`WorldPre::instantiate`], and never called); for a plain WIT
     /// component, calls the exported function `name` ([`crate::plain::call`]).
     pub(crate) async fn call(
         &self,
         store: &mut Store<HostState>,
+        instance: Instantiated,
         name: &str,
         arguments: &str,
         ctx: &v1::CallContext,
     ) -> wasmtime::Result<CallResult> {
-        match self {
-            WorldPre::Plain(pre) => crate::plain::call(pre, store, name, arguments).await,
-            WorldPre::V1(pre) => {
-                let inst = pre.instantiate_async(&mut *store).await?;
+        match (self, instance) {
+            (WorldPre::Plain(pre), Instantiated::Plain(i)) => {
+                crate::plain::call(pre, store, i, name, arguments).await
+            }
+            // An instance is always made from the `WorldPre` it is called through
+            // (`crate::spare` compares the code), so this cannot be reached.
+            (_, Instantiated::Plain(_)) => Err(wasmtime::Error::msg(
+                "a plain WIT instance called through a tool-world component",
+            )),
+            (_, Instantiated::V1(inst)) => {
                 let r = inst.call_call(&mut *store, name, arguments, ctx).await?;
                 Ok(r.map(|out| (out, Vec::new())))
             }
-            WorldPre::V2(pre) => {
-                let inst = pre.instantiate_async(&mut *store).await?;
+            (_, Instantiated::V2(inst)) => {
                 let ctx = v2::CallContext {
                     session_id: ctx.session_id.clone(),
                     trace_id: ctx.trace_id.clone(),
@@ -114,6 +134,16 @@ impl WorldPre {
             }
         }
     }
+}
+
+/// A component instantiated in a store and not yet called: what a spare sandbox holds.
+pub(crate) enum Instantiated {
+    /// `toolhost:tool@0.1.0`.
+    V1(crate::bindings::Tool),
+    /// `toolhost:tool@0.2.0`.
+    V2(crate::bindings_v2::Tool),
+    /// A plain WIT component.
+    Plain(wasmtime::component::Instance),
 }
 
 fn info_v1(i: v2::ToolInfo) -> v1::ToolInfo {

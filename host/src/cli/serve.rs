@@ -326,7 +326,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             report.mcp_down.len(),
         );
         if report.mcp_down.is_empty() {
-            ready.set_ready();
+            // Plugins that started on baseline code (compile tiers) serve calls, but a
+            // replica takes traffic only once their optimized builds are in: a load
+            // balancer has other replicas to send it to meanwhile.
+            let engine = th.engine().clone();
+            let ready = ready.clone();
+            tokio::spawn(async move {
+                while !ready.is_stopping() {
+                    let n = engine.optimizing();
+                    if n == 0 {
+                        ready.set_ready();
+                        break;
+                    }
+                    ready.set_not_ready(format!(
+                        "{n} plugin(s) still compiling their optimized code (calls run on baseline code until then)"
+                    ));
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            });
         } else {
             ready.set_not_ready(format!(
                 "MCP servers not connected: {}",
@@ -372,7 +389,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             tokio::spawn(async move {
                 shutdown_signal().await;
                 tracing::info!("shutting down: not ready; finishing the calls in flight");
-                r.set_not_ready("shutting down");
+                r.set_stopping("shutting down");
                 s.cancel();
             });
             let limits = HttpLimits {

@@ -259,9 +259,11 @@ impl Default for HttpLimits {
 }
 
 /// Accepts connections until `stop`, each served by hyper's HTTP/1 server with the
-/// header-read timeout, `TCP_NODELAY`, and at most `max_connections` at once. On `stop`,
-/// open connections finish their current request and close.
-async fn serve_connections(
+/// header-read timeout, `TCP_NODELAY`, and at most `max_connections` at once (of
+/// `limits`, the rest are for MCP sessions). On `stop`, open connections finish their
+/// current request and close. Also serves `toolhost serve`'s admin endpoints, so a
+/// client that opens connections and never sends a request cannot exhaust them either.
+pub async fn serve_connections(
     listener: tokio::net::TcpListener,
     router: axum::Router,
     limits: &HttpLimits,

@@ -452,13 +452,14 @@ fn arguments(
         .collect()
 }
 
-/// Calls `export` of a plain component with the JSON `arguments`: checks and converts
-/// them (an error is `InvalidArguments`, before anything is instantiated), instantiates
-/// the component in `store`, calls the function, and turns its result into the output
+/// Calls `export` of a plain component, instantiated as `instance` in `store` and never
+/// called, with the JSON `arguments`: checks and converts them (an error is
+/// `InvalidArguments`, before any guest code runs), calls the function, and turns its result into the output
 /// (a `result`'s `err` becomes `ExecutionFailed` with the error value as its message).
 pub(crate) async fn call(
     pre: &PlainPre,
     store: &mut Store<HostState>,
+    instance: wasmtime::component::Instance,
     export: &str,
     arguments_json: &str,
 ) -> wasmtime::Result<CallResult> {
@@ -472,7 +473,6 @@ pub(crate) async fn call(
         Err(m) => return Ok(Err(v1::ToolError::InvalidArguments(m))),
     };
     drop(args);
-    let instance = pre.pre.instantiate_async(&mut *store).await?;
     let index = match export.split_once('#') {
         Some((iface, func)) => instance
             .get_export_index(&mut *store, None, iface)

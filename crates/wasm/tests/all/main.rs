@@ -14,4 +14,5 @@ mod limits;
 mod loading;
 mod net;
 mod plain;
+mod spare;
 mod tiers;
