@@ -76,7 +76,7 @@ pub struct HostConfig {
 /// auth_token_file = "/etc/toolhost/tokens"   # one bearer token per line, mode 0600
 /// max_concurrent_calls = 16                   # tool calls executing at once (default 4)
 /// request_state_key_file = "/etc/toolhost/state.key"  # shared by replicas, mode 0600
-/// spare_sandboxes = 0                         # sandboxes prepared ahead (default 0, max 32)
+/// spare_sandboxes = 8                         # sandboxes prepared ahead (default 8, max 32)
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -96,11 +96,16 @@ pub struct ServeConfig {
     pub request_state_key_file: Option<std::path::PathBuf>,
     /// How many single-use sandboxes of recently called tools are prepared ahead, in the
     /// background (at most one per tool; each holds one of the engine's instance slots
-    /// and its memory). Every call still runs in an instance nobody ran before. Default
-    /// 0: measured on two cores, preparing ahead did not pay (docs/benchmarks.md, "Spare
-    /// sandboxes"); at most [`MAX_SPARE_SANDBOXES`].
+    /// and its memory). Every call still runs in an instance nobody ran before. Only a
+    /// tool called with pauses whose sandbox takes over 200 µs to build gets one (a
+    /// Python component: its calls then take 0.56× as long); 0 turns them off. Default
+    /// [`DEFAULT_SPARE_SANDBOXES`], at most [`MAX_SPARE_SANDBOXES`] (docs/design.md,
+    /// "Spare sandboxes").
     pub spare_sandboxes: Option<usize>,
 }
+
+/// `[serve] spare_sandboxes` when not set.
+pub const DEFAULT_SPARE_SANDBOXES: usize = 8;
 
 /// The most spare sandboxes `[serve] spare_sandboxes` may ask for: half the engine's
 /// instance slots, so calls always have the other half.

@@ -568,4 +568,17 @@ fn ready_waits_for_the_optimized_code_of_a_cold_start() {
     let session = mcp_session(&server.addr()).unwrap();
     let r = mcp_call(&server.addr(), &session, "add", r#"{"x": 40, "y": 2}"#).unwrap();
     assert!(r.body.contains("42"), "{r:?}");
+    // Nothing can change this list while the process runs (no watched folder, no wrapped
+    // server), and no token guards it: a 2026-07-28 client may keep it, and share it.
+    let r = toolhost_testkit::http::mcp_2026(
+        &server.addr(),
+        "tools/list",
+        None,
+        serde_json::json!({}),
+        serde_json::json!({}),
+    )
+    .unwrap();
+    let list = toolhost_testkit::http::rpc_message(&r).unwrap();
+    assert_eq!(list["result"]["ttlMs"], 300_000, "{list}");
+    assert_eq!(list["result"]["cacheScope"], "public", "{list}");
 }

@@ -398,6 +398,9 @@ fn a_2026_client_answers_in_rounds_and_cannot_forge_or_replay_them() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"ask"), "{tools}");
+    // A wrapped server's tools may change at any moment: revalidate every time.
+    assert_eq!(tools["result"]["ttlMs"], 0, "{tools}");
+    assert_eq!(tools["result"]["cacheScope"], "public", "{tools}");
     // A deterministic order: by name.
     let mut sorted = names.clone();
     sorted.sort_unstable();

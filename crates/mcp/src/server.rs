@@ -75,6 +75,7 @@ mod auth;
 mod calls;
 mod drain;
 mod gateway_session;
+mod hints;
 mod http;
 mod listen;
 mod rounds;
@@ -88,6 +89,7 @@ use gateway_session::GatewaySession;
 
 pub use auth::BearerTokens;
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
+pub use hints::{ListHints, STATIC_LIST_TTL};
 pub use http::{ANY_HOST, HttpLimits, HttpServeOptions, serve_connections};
 pub use sessions::{
     CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
@@ -108,6 +110,8 @@ pub struct McpServer {
     registry: ToolRegistry,
     /// How long `tools/list` waits for pending loads.
     list_wait: Duration,
+    /// What the cache hints of `tools/list` are computed from.
+    list_hints: ListHints,
     name: String,
     version: String,
     instructions: Option<String>,
@@ -153,6 +157,7 @@ impl McpServer {
         Self {
             registry,
             list_wait: DEFAULT_LIST_WAIT,
+            list_hints: ListHints::default(),
             name: "toolhost".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
@@ -208,6 +213,13 @@ impl McpServer {
     /// ([`DEFAULT_LIST_WAIT`]); zero answers at once with what is ready.
     pub fn with_list_wait(mut self, wait: Duration) -> Self {
         self.list_wait = wait;
+        self
+    }
+
+    /// Sets what the cache hints of `tools/list` are computed from ([`ListHints`]; the
+    /// default assumes the list may change at any moment and only the asker may keep it).
+    pub fn with_list_hints(mut self, hints: ListHints) -> Self {
+        self.list_hints = hints;
         self
     }
 
@@ -382,7 +394,10 @@ impl ServerHandler for McpServer {
         // Lists come in a deterministic order (2026-07-28): by name, the same on every
         // replica whatever order their plugins and servers finished loading in.
         tools.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut result = ListToolsResult::with_all_items(tools);
+        self.list_hints
+            .apply(&mut result, self.registry.is_loading());
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

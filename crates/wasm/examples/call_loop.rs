@@ -3,6 +3,7 @@
 //! time goes, without the compile work of the criterion benches in the profile.
 //!
 //! `cargo run --release -p toolhost-wasm --example call_loop -- PLUGIN.wasm TOOL 'JSON' [N]`
+//! (`native` for PLUGIN.wasm: a native `add` tool, the baseline)
 //!
 //! Env: `CONCURRENCY=1` turns component-model concurrency support on, `NO_FUEL=1`,
 //! `NO_EPOCH=1`, `NO_POOLING=1` switch those off; `KEEP_RESIDENT=BYTES` and
@@ -16,7 +17,7 @@
 
 use std::time::Instant;
 
-use toolhost_core::tools::ToolContext;
+use toolhost_core::tools::{BaseTool, DynamicTool, ToolContext, ToolOutput};
 use toolhost_wasm::{EngineOptions, Plugin, WasmEngine};
 
 fn main() {
@@ -61,16 +62,28 @@ fn main() {
             .unwrap()
     };
     let engine = WasmEngine::with_options(opts).unwrap();
-    let plugin = rt.block_on(Plugin::load(&engine, &path)).unwrap();
-    let t = plugin
-        .tools()
-        .iter()
-        .find(|t| t.spec().name == *tool)
-        .expect("no such tool")
-        .clone();
+    let t: std::sync::Arc<dyn BaseTool> = if path.as_os_str() == "native" {
+        // The baseline: a native `add` (no sandbox), called the same way.
+        DynamicTool::builder("add")
+            .description("Adds x and y")
+            .parameters(serde_json::json!({"type": "object"}))
+            .handler(|a, _| async move {
+                let s = a["x"].as_f64().unwrap_or(0.0) + a["y"].as_f64().unwrap_or(0.0);
+                Ok(ToolOutput::json(serde_json::json!(s)))
+            })
+            .build_dyn()
+    } else {
+        let plugin = rt.block_on(Plugin::load(&engine, &path)).unwrap();
+        plugin
+            .tools()
+            .iter()
+            .find(|t| t.spec().name == *tool)
+            .expect("no such tool")
+            .clone()
+    };
     let ctx = ToolContext::default();
     for _ in 0..200 {
-        rt.block_on(t.run(&args, &ctx)).unwrap();
+        rt.block_on(t.execute(args.clone(), &ctx)).unwrap();
     }
     let mut times = Vec::with_capacity(n);
     let start = Instant::now();
@@ -79,7 +92,7 @@ fn main() {
             std::thread::sleep(pace);
         }
         let s = Instant::now();
-        rt.block_on(t.run(&args, &ctx)).unwrap();
+        rt.block_on(t.execute(args.clone(), &ctx)).unwrap();
         times.push(s.elapsed());
     }
     let total = start.elapsed();

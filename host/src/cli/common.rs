@@ -59,7 +59,10 @@ pub fn load_config(args: &HostArgs) -> anyhow::Result<HostConfig> {
 /// ([`Host::protect_config`]). `long_lived` for `serve` ([`Host::long_lived`]).
 pub fn host(args: &HostArgs, config: &HostConfig, long_lived: bool) -> anyhow::Result<Host> {
     let host = if long_lived {
-        let spares = config.serve.spare_sandboxes.unwrap_or(0);
+        let spares = config
+            .serve
+            .spare_sandboxes
+            .unwrap_or(toolhost::config::DEFAULT_SPARE_SANDBOXES);
         if spares > toolhost::config::MAX_SPARE_SANDBOXES {
             anyhow::bail!(
                 "[serve] spare_sandboxes = {spares} in {}: at most {} (each holds one of the engine's instance slots)",

@@ -306,6 +306,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Watch before loading, so a change made while the start-up load runs is not missed;
     // the changes are applied once it is done. A folder that cannot be watched is a
     // warning: the host serves what it loaded.
+    let wraps_servers = config.mcp.servers.values().any(|s| !s.disabled);
     let watch = if args.no_watch {
         None
     } else {
@@ -373,9 +374,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .await;
         }
     });
+    // The cache hints of tools/list, from what can change the list while this runs.
+    let hints = toolhost::mcp::server::ListHints {
+        changes_live: !args.no_watch || wraps_servers,
+        // stdio has one client, the process that started toolhost: nothing is shared.
+        authenticated: tokens.as_ref().is_some_and(|t| !t.is_empty()),
+    };
     let mut server = McpServer::new(registry)
         .with_gateway(gateway)
-        .with_list_wait(args.list_wait);
+        .with_list_wait(args.list_wait)
+        .with_list_hints(hints);
     if let Some(key) = &state_key {
         server = server.with_request_state_key(key)?;
     }
