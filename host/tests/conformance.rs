@@ -359,9 +359,12 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
         "EXPECTED_FAILURES_2026",
         &report,
     );
-    // The tasks extension is not implemented: run and reported, not asserted.
+    // The tasks extension: run and reported (docs/mcp.md has the table), not scored.
     for s in &required.tasks {
         assert!(got.contains_key(s), "scenario {s} did not run:\n{report}");
+        if !got[s].is_empty() {
+            eprintln!("tasks scenario {s} fails: {:?}", got[s]);
+        }
     }
     let tasks_passing = required.tasks.iter().filter(|s| got[*s].is_empty()).count();
     eprintln!(

@@ -55,7 +55,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -81,15 +81,17 @@ mod listen;
 mod rounds;
 mod sessions;
 mod stdio;
+mod tasks;
 
 use crate::content::icon_to_mcp;
 use crate::gateway::Gateway;
 use calls::{is_stateless, principal};
-use gateway_session::GatewaySession;
+use gateway_session::Session;
 
 pub use auth::BearerTokens;
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
 pub use hints::{ListHints, STATIC_LIST_TTL};
+pub use tasks::{MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER};
 pub use http::{ANY_HOST, HttpLimits, HttpServeOptions, serve_connections};
 pub use sessions::{
     CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
@@ -122,32 +124,8 @@ pub struct McpServer {
     /// The multi-round-trip requests of 2026-07-28 clients, shared by all sessions
     /// (`None` when no sealing key could be made: such requests that ask are refused).
     rounds: Option<Arc<rounds::Rounds>>,
-}
-
-/// Per-session state.
-#[derive(Debug)]
-struct Session {
-    /// The registry's change generation when `initialize` was answered (`u64::MAX`
-    /// before). The client's view is at least that old: if the registry changed since
-    /// (tools still loading in the background), `on_initialized` says so at once.
-    initialized_at: std::sync::atomic::AtomicU64,
-    /// The session id the tools see (`ToolContext::session_id`): `mcp-N`, unique in this
-    /// process, so "allow for this session" approvals stay with the client that gave them.
-    id: String,
-    /// Its log level and resource subscriptions, when serving as a gateway.
-    gateway: GatewaySession,
-}
-
-impl Session {
-    fn new(gateway: Option<Gateway>) -> Arc<Session> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Arc::new(Session {
-            initialized_at: std::sync::atomic::AtomicU64::new(u64::MAX),
-            id: format!("mcp-{n}"),
-            gateway: GatewaySession::new(gateway),
-        })
-    }
+    /// The tool calls running on as tasks, shared by all sessions.
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl McpServer {
@@ -167,6 +145,7 @@ impl McpServer {
                 .map(Arc::new)
                 .map_err(|e| tracing::error!("2026-07-28 multi-round requests unavailable: {e}"))
                 .ok(),
+            tasks: Arc::default(),
         }
     }
 
@@ -288,6 +267,9 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let name = request.name.to_string();
+        if tasks::client_takes_tasks(&context) && request.request_state.is_none() {
+            return self.call_maybe_as_task(name, args, &context).await;
+        }
         if !is_stateless(&context) {
             // The client itself travels with the call: a wrapped server's sampling or
             // elicitation request, or an approval, is asked of this client.
@@ -349,6 +331,10 @@ impl ServerHandler for McpServer {
         // Logs: the wrapped servers' and, later, the plugins'. Resources, prompts and
         // completions: what the wrapped servers offer (empty lists without any).
         caps.logging = Some(JsonObject::new());
+        // Long tool calls as tasks (server/tasks.rs).
+        caps.extensions
+            .get_or_insert_with(Default::default)
+            .insert(rmcp::model::TASKS_EXTENSION_ID.to_string(), JsonObject::new());
         if self.gateway.is_some() {
             let mut resources = ResourcesCapability::default();
             resources.subscribe = Some(true);
@@ -411,6 +397,30 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let span = self.request_span("tools/call", &request.name, &context);
         self.call_tool_traced(request, context).instrument(span).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id, &principal(&context))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&request.task_id, &principal(&context))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id, &principal(&context))
     }
 
     async fn list_resources(

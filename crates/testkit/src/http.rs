@@ -113,6 +113,18 @@ pub fn mcp_2026(
     addr: &str,
     method: &str,
     name: Option<&str>,
+    params: serde_json::Value,
+    capabilities: serde_json::Value,
+) -> std::io::Result<Response> {
+    mcp_2026_as(addr, None, method, name, params, capabilities)
+}
+
+/// [`mcp_2026`] with `Authorization: Bearer TOKEN` when `token` is given.
+pub fn mcp_2026_as(
+    addr: &str,
+    token: Option<&str>,
+    method: &str,
+    name: Option<&str>,
     mut params: serde_json::Value,
     capabilities: serde_json::Value,
 ) -> std::io::Result<Response> {
@@ -126,6 +138,7 @@ pub fn mcp_2026(
         });
     }
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let auth = token.map(|t| format!("Bearer {t}"));
     let mut headers = vec![
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
@@ -134,6 +147,9 @@ pub fn mcp_2026(
     ];
     if let Some(n) = name {
         headers.push(("Mcp-Name", n));
+    }
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a));
     }
     request(addr, "POST", "/mcp", &headers, &body.to_string())
 }

@@ -333,3 +333,30 @@ mod tests {
         assert_eq!(b.data, Value::Bool(true));
     }
 }
+
+/// Per-session state.
+#[derive(Debug)]
+pub(super) struct Session {
+    /// The registry's change generation when `initialize` was answered (`u64::MAX`
+    /// before). The client's view is at least that old: if the registry changed since
+    /// (tools still loading in the background), `on_initialized` says so at once.
+    pub(super) initialized_at: std::sync::atomic::AtomicU64,
+    /// The session id the tools see (`ToolContext::session_id`): `mcp-N`, unique in this
+    /// process, so "allow for this session" approvals stay with the client that gave them.
+    pub(super) id: String,
+    /// Its log level and resource subscriptions, when serving as a gateway.
+    pub(super) gateway: GatewaySession,
+}
+
+impl Session {
+    pub(super) fn new(gateway: Option<crate::Gateway>) -> Arc<Session> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Arc::new(Session {
+            initialized_at: std::sync::atomic::AtomicU64::new(u64::MAX),
+            id: format!("mcp-{n}"),
+            gateway: GatewaySession::new(gateway),
+        })
+    }
+}
+

@@ -1,0 +1,220 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) for long tool calls: a
+//! `tools/call` from a client that declared the extension (for its session, or in the
+//! request's `_meta`) that is still running after [`TASK_AFTER`] becomes a task: the
+//! client gets a `CreateTaskResult` at once and polls `tasks/get`, which carries the
+//! result once the call is done; `tasks/cancel` stops the call (its status settles to
+//! `cancelled`). A call that ends sooner is answered as usual, so quick tools never pay
+//! for a task. rmcp's [`TaskManager`] keeps the tasks' states and expiry (5 minutes).
+//!
+//! What this adds to it:
+//! - **Bounds.** At most [`MAX_TASKS`] tasks alive in the process and
+//!   [`MAX_TASKS_PER_CLIENT`] per client; beyond them the call is simply answered when it
+//!   ends, as for a client without the extension.
+//! - **Ownership.** A task is seen, updated and cancelled only by the client that made it
+//!   (its bearer token, else its session or its address, as for request states). Any
+//!   other client is told the task is unknown, as for an id that never existed, so ids
+//!   cannot be probed.
+//! - **One replica.** A task lives in the process that runs it: behind a load balancer
+//!   a client's `tasks/get` must reach that replica (docs/deploy.md).
+//!
+//! A call running as a task cannot put questions to its client (there is no request to
+//! answer): an approval it needs, or a wrapped server's elicitation, is refused as for a
+//! client that takes no elicitations.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, CreateTaskResult, ErrorData, GetTaskResult};
+use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
+use rmcp::RoleServer;
+
+/// How long a call of a task-capable client runs before it becomes a task.
+pub const TASK_AFTER: Duration = Duration::from_millis(500);
+
+/// Tasks alive (running or kept for polling) in one process, at most.
+pub const MAX_TASKS: usize = 256;
+
+/// Tasks alive of one client, at most.
+pub const MAX_TASKS_PER_CLIENT: usize = 32;
+
+/// The tasks of a server and who made each.
+#[derive(Default)]
+pub(crate) struct Tasks {
+    manager: TaskManager,
+    /// Task id → the principal that made it.
+    owners: Mutex<HashMap<String, String>>,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tasks").finish_non_exhaustive()
+    }
+}
+
+/// Whether the client of `context` takes tasks.
+pub(crate) fn client_takes_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|c| c.supports_tasks())
+}
+
+/// What became of a call of a task-capable client.
+pub(crate) enum Outcome {
+    /// It ended within [`TASK_AFTER`] (or no task could be made): its result.
+    Done(CallToolResult),
+    /// It runs on as a task.
+    Task(CreateTaskResult),
+}
+
+impl Tasks {
+    /// Runs `call` (already spawned as `handle`; `stop` stops it) for `owner`: its result
+    /// if it ends within [`TASK_AFTER`], else a task that carries it on.
+    pub(crate) async fn run(
+        &self,
+        owner: String,
+        mut handle: tokio::task::JoinHandle<CallToolResult>,
+        stop: super::StopToken,
+    ) -> Result<Outcome, ErrorData> {
+        let joined = |r: Result<CallToolResult, tokio::task::JoinError>| {
+            r.map_err(|e| ErrorData::internal_error(format!("the call ended abnormally: {e}"), None))
+        };
+        if let Ok(r) = tokio::time::timeout(TASK_AFTER, &mut handle).await {
+            return joined(r).map(Outcome::Done);
+        }
+        if !self.room_for(&owner) {
+            return joined(handle.await).map(Outcome::Done);
+        }
+        let task = self.manager.spawn(TaskOptions::new(), move |tctx| {
+            Box::pin(async move {
+                tokio::select! {
+                    r = &mut handle => r.map_err(|e| TaskExit::Error(ErrorData::internal_error(
+                        format!("the call ended abnormally: {e}"),
+                        None,
+                    ))),
+                    () = tctx.cancelled() => {
+                        stop.cancel();
+                        // The call stops at its next cancellation point (the sandbox's
+                        // next epoch tick, the wrapped server's cancel).
+                        let _ = handle.await;
+                        Err(TaskExit::Cancelled)
+                    }
+                }
+            })
+        });
+        self.owners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(task.task_id.clone(), owner);
+        Ok(Outcome::Task(CreateTaskResult::new(task)))
+    }
+
+    /// Whether `owner` may make one more task (forgetting the owners of tasks the
+    /// manager has let go of).
+    fn room_for(&self, owner: &str) -> bool {
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        owners.retain(|id, _| self.manager.get_task(id).is_ok());
+        owners.len() < MAX_TASKS
+            && owners.values().filter(|o| *o == owner).count() < MAX_TASKS_PER_CLIENT
+    }
+
+    /// `id` when `owner` made it, else the error an unknown id gets.
+    fn owned(&self, id: &str, owner: &str) -> Result<(), ErrorData> {
+        let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        match owners.get(id) {
+            Some(o) if o == owner => Ok(()),
+            _ => Err(ErrorData::invalid_params(format!("unknown task: {id}"), None)),
+        }
+    }
+
+    /// `tasks/get` of `owner`.
+    pub(crate) fn get(&self, id: &str, owner: &str) -> Result<GetTaskResult, ErrorData> {
+        self.owned(id, owner)?;
+        self.manager.get_task(id).map(GetTaskResult::new)
+    }
+
+    /// `tasks/update` of `owner`: no call running as a task asks anything, so the answers
+    /// are taken and ignored.
+    pub(crate) fn update(&self, id: &str, owner: &str) -> Result<(), ErrorData> {
+        self.owned(id, owner)?;
+        self.manager.update_task(id, std::iter::empty())
+    }
+
+    /// `tasks/cancel` of `owner`.
+    pub(crate) fn cancel(&self, id: &str, owner: &str) -> Result<(), ErrorData> {
+        self.owned(id, owner)?;
+        self.manager.cancel_task(id)
+    }
+}
+
+impl super::McpServer {
+    /// A `tools/call` of a client that takes tasks: answered when it ends within
+    /// [`TASK_AFTER`], else a task.
+    pub(super) async fn call_maybe_as_task(
+        &self,
+        name: String,
+        args: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let client = crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
+        let stop = super::StopToken::new();
+        let call = self.call_future(name, args, client, stop.clone(), context);
+        let outcome = self
+            .tasks
+            .run(super::calls::principal(context), tokio::spawn(call), stop)
+            .await?;
+        Ok(match outcome {
+            Outcome::Done(r) => rmcp::model::CallToolResponse::Complete(r),
+            Outcome::Task(t) => rmcp::model::CallToolResponse::Task(t),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that never ends by itself (its `stop` token ends it).
+    fn endless(stop: &super::super::StopToken) -> tokio::task::JoinHandle<CallToolResult> {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            CallToolResult::success(vec![])
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_gets_at_most_its_share_of_tasks_and_others_keep_theirs() {
+        let tasks = Tasks::default();
+        let mut ids = Vec::new();
+        for _ in 0..MAX_TASKS_PER_CLIENT {
+            let stop = super::super::StopToken::new();
+            match tasks.run("a".into(), endless(&stop), stop).await {
+                Ok(Outcome::Task(t)) => ids.push(t.task.task_id),
+                _ => panic!("no task within the share"),
+            }
+        }
+        // Over its share: the call is answered when it ends, as if tasks were not taken.
+        let stop = super::super::StopToken::new();
+        let stopper = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            stopper.cancel();
+        });
+        assert!(matches!(
+            tasks.run("a".into(), endless(&stop), stop).await,
+            Ok(Outcome::Done(_))
+        ));
+        // Another client still gets its task, and cannot see the first client's.
+        let stop = super::super::StopToken::new();
+        assert!(matches!(
+            tasks.run("b".into(), endless(&stop), stop).await,
+            Ok(Outcome::Task(_))
+        ));
+        assert!(tasks.get(&ids[0], "b").is_err());
+        assert!(tasks.cancel(&ids[0], "b").is_err());
+        assert!(tasks.get(&ids[0], "a").is_ok());
+        tasks.cancel(&ids[0], "a").unwrap_or_else(|e| panic!("{e:?}"));
+    }
+}

@@ -1,0 +1,204 @@
+//! The tasks extension through the real binary (`serve --http`, two bearer tokens, the
+//! hostile fixture's `spin`, which loops until something stops it): a call that outlives
+//! the task threshold becomes a task its client polls; another client cannot see, update
+//! or cancel it (told the task is unknown, as for an id that never existed); its owner
+//! cancels it and it settles `cancelled`; a quick call of a task-taking client is answered
+//! at once; a client that does not take tasks never gets one.
+
+// Test code: unwrap on set-up failures is the clearest report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolhost_testkit::built_plugins;
+use toolhost_testkit::http::{mcp_2026_as, rpc_message};
+use toolhost_testkit::serve::ServeHttp;
+
+const OWNER: &str = "owner-token-0123456789abcdef-0123456789";
+const OTHER: &str = "other-token-0123456789abcdef-0123456789";
+
+fn tasks_caps() -> Value {
+    json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+/// One 2026-07-28 request as the holder of `token`: its JSON-RPC message.
+fn rpc(
+    addr: &str,
+    token: &str,
+    method: &str,
+    name: Option<&str>,
+    params: Value,
+    caps: Value,
+) -> Value {
+    let r = mcp_2026_as(addr, Some(token), method, name, params, caps).unwrap();
+    rpc_message(&r).unwrap_or_else(|| panic!("no message: {} {}", r.head, r.body))
+}
+
+#[test]
+fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let built = built_plugins(&["calc.wasm", "fixtures/hostile.wasm"])
+        .expect("the built plugins (cargo xtask plugins)");
+    std::fs::copy(built.join("calc.wasm"), plugins.join("calc.wasm")).unwrap();
+    std::fs::copy(
+        built.join("fixtures/hostile.wasm"),
+        plugins.join("hostile.wasm"),
+    )
+    .unwrap();
+    // Room for `spin` to run until cancelled: a minute, unlimited fuel.
+    std::fs::write(
+        plugins.join("hostile.toml"),
+        "timeout_ms = 60000\nfuel = 10000000000000\n",
+    )
+    .unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{OWNER}\n{OTHER}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let cache = dir.path().join("cache").display().to_string();
+    let serve = ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        dir.path(),
+        &[
+            "--no-audit",
+            "--no-watch",
+            "--plugins",
+            plugins.to_str().unwrap(),
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+        ],
+        &[("XDG_CACHE_HOME", &cache)],
+        "all tools loaded",
+        Duration::from_secs(120),
+    );
+    let addr = serve.addr();
+
+    // The long call: a task, flat (taskId, status, ttlMs at the top), no result yet.
+    let created = rpc(
+        &addr,
+        OWNER,
+        "tools/call",
+        Some("spin"),
+        json!({"name": "spin", "arguments": {}}),
+        tasks_caps(),
+    );
+    let task = &created["result"];
+    assert_eq!(task["resultType"], "task", "{created}\n{}", serve.stderr());
+    let id = task["taskId"].as_str().unwrap().to_string();
+    assert_eq!(task["status"], "working", "{created}");
+    assert!(task.get("result").is_none(), "{created}");
+
+    // Another client: the task does not exist for it, whatever it tries.
+    for method in ["tasks/get", "tasks/cancel"] {
+        let m = rpc(
+            &addr,
+            OTHER,
+            method,
+            Some(&id),
+            json!({"taskId": id}),
+            tasks_caps(),
+        );
+        assert_eq!(
+            m["error"]["code"], -32602,
+            "{method} by another client: {m}"
+        );
+        assert!(
+            m["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("unknown task"),
+            "{m}"
+        );
+    }
+    let m = rpc(
+        &addr,
+        OTHER,
+        "tasks/update",
+        Some(&id),
+        json!({"taskId": id, "inputResponses": {}}),
+        tasks_caps(),
+    );
+    assert_eq!(
+        m["error"]["code"], -32602,
+        "tasks/update by another client: {m}"
+    );
+    // An id nobody made answers the same.
+    let m = rpc(
+        &addr,
+        OWNER,
+        "tasks/get",
+        Some("made-up"),
+        json!({"taskId": "made-up"}),
+        tasks_caps(),
+    );
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+
+    // Its owner still sees it working, cancels it, and it settles `cancelled`.
+    let m = rpc(
+        &addr,
+        OWNER,
+        "tasks/get",
+        Some(&id),
+        json!({"taskId": id}),
+        tasks_caps(),
+    );
+    assert_eq!(m["result"]["status"], "working", "{m}");
+    let m = rpc(
+        &addr,
+        OWNER,
+        "tasks/cancel",
+        Some(&id),
+        json!({"taskId": id}),
+        tasks_caps(),
+    );
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    let t0 = Instant::now();
+    let status = loop {
+        let m = rpc(
+            &addr,
+            OWNER,
+            "tasks/get",
+            Some(&id),
+            json!({"taskId": id}),
+            tasks_caps(),
+        );
+        let s = m["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if s != "working" || t0.elapsed() > Duration::from_secs(20) {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status, "cancelled", "{}", serve.stderr());
+
+    // A quick call of a task-taking client is answered at once, not as a task.
+    let m = rpc(
+        &addr,
+        OWNER,
+        "tools/call",
+        Some("add"),
+        json!({"name": "add", "arguments": {"x": 40, "y": 2}}),
+        tasks_caps(),
+    );
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    assert!(m["result"].to_string().contains("42"), "{m}");
+    // A client that does not take tasks gets no task, and no task methods.
+    let m = rpc(
+        &addr,
+        OTHER,
+        "tasks/get",
+        Some(&id),
+        json!({"taskId": id}),
+        json!({}),
+    );
+    assert_eq!(m["error"]["code"], -32021, "{m}");
+}
