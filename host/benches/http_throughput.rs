@@ -426,10 +426,10 @@ fn main() {
              target/plugins (run `cargo xtask plugins`)"
         ),
     }
-    // The same without spare sandboxes (`[serve] spare_sandboxes = 0`; on by default,
+    // The same with spare sandboxes (`[serve] spare_sandboxes = 8`, off by default,
     // docs/design.md "Spare sandboxes"), so the cost of their bookkeeping shows.
     if let Some(calc) = calc_wasm() {
-        let spares = "[serve]\nspare_sandboxes = 0\n";
+        let spares = "[serve]\nspare_sandboxes = 8\n";
         match free_port().and_then(|port| {
             let p = spawn_toolhost(&calc, &tmp.path().join("spares"), port, spares)?;
             Ok((p, port))
@@ -437,7 +437,7 @@ fn main() {
             Ok((p, port)) => {
                 peers.push(p);
                 targets.push(Target {
-                    label: "toolhost serve --http, no spare sandboxes",
+                    label: "toolhost serve --http, spare sandboxes on",
                     addr: SocketAddr::from(([127, 0, 0, 1], port)),
                     tool: Tool {
                         name: "add",
@@ -445,7 +445,7 @@ fn main() {
                     },
                 });
             }
-            Err(e) => println!("toolhost serve --http without spares: skipped: {e:#}"),
+            Err(e) => println!("toolhost serve --http with spares: skipped: {e:#}"),
         }
     }
     // Replicas behind HAProxy: one, then two (the first is shared by both balancers,

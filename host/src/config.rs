@@ -76,7 +76,7 @@ pub struct HostConfig {
 /// auth_token_file = "/etc/toolhost/tokens"   # one bearer token per line, mode 0600
 /// max_concurrent_calls = 16                   # tool calls executing at once (default 4)
 /// request_state_key_file = "/etc/toolhost/state.key"  # shared by replicas, mode 0600
-/// spare_sandboxes = 8                         # sandboxes prepared ahead (default 8, max 32)
+/// spare_sandboxes = 8                         # sandboxes prepared ahead (default 0, max 32)
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -98,14 +98,16 @@ pub struct ServeConfig {
     /// background (at most one per tool; each holds one of the engine's instance slots
     /// and its memory). Every call still runs in an instance nobody ran before. Only a
     /// tool called with pauses whose sandbox takes over 200 µs to build gets one (a
-    /// Python component: its calls then take 0.56× as long); 0 turns them off. Default
-    /// [`DEFAULT_SPARE_SANDBOXES`], at most [`MAX_SPARE_SANDBOXES`] (docs/design.md,
-    /// "Spare sandboxes").
+    /// Python component: its calls then take about 0.6× as long). A spare is
+    /// instantiated with the tool's grant right after a call, so a component's start-up
+    /// code (if it has any) runs before the next call passes the permission gate: off
+    /// unless the operator sets it. Default [`DEFAULT_SPARE_SANDBOXES`], at most
+    /// [`MAX_SPARE_SANDBOXES`] (docs/design.md, "Spare sandboxes").
     pub spare_sandboxes: Option<usize>,
 }
 
-/// `[serve] spare_sandboxes` when not set.
-pub const DEFAULT_SPARE_SANDBOXES: usize = 8;
+/// `[serve] spare_sandboxes` when not set: none.
+pub const DEFAULT_SPARE_SANDBOXES: usize = 0;
 
 /// The most spare sandboxes `[serve] spare_sandboxes` may ask for: half the engine's
 /// instance slots, so calls always have the other half.

@@ -63,11 +63,11 @@ pub struct EngineOptions {
     /// directly. See docs/design.md, "Compile tiers". Default: off.
     pub baseline_first: bool,
     /// Spare sandboxes: after a call, the next single-use sandbox of that tool (a store
-    /// and an instance, built without any capability) is prepared in the background, so
-    /// the next call does not wait for the instantiation; the call's own capabilities
-    /// are put in when it takes the spare. At most one spare per tool, and at most this
-    /// many in the whole engine (each holds a pooling slot and its memory); 0 turns
-    /// spares off. Every call still runs in an instance nobody ran before. See
+    /// and an instance, built with the tool's grant) is prepared in the background, so
+    /// the next call does not wait for the instantiation; the call's context, deadline
+    /// and fuel are put in when it takes the spare. At most one spare per tool, and at
+    /// most this many in the whole engine (each holds a pooling slot and its memory); 0
+    /// turns spares off. Every call still runs in an instance nobody ran before. See
     /// docs/design.md, "Spare sandboxes". Default: 0 (off).
     pub spare_sandboxes: usize,
     /// A tool whose sandbox takes less than this to build gets no spare (building it on

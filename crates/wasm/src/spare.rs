@@ -4,24 +4,22 @@
 //! rules (docs/design.md, "Spare sandboxes"):
 //!
 //! - A spare serves one call at most, and no call's guest code has run in it: it is the
-//!   sandbox the call would have built, built earlier.
-//! - It is built with no capability at all (no folder, no network, no environment
-//!   variable, no call context): instantiating may run a component's start function,
-//!   and that must not act with the tool's grant before the next call has passed the
-//!   permission gate and its approval. When a call takes the spare, the store's whole
-//!   state is replaced by the call's own, built exactly as for a fresh store ([`arm`]);
-//!   only what the instance already refers to carries over: the resource table and the
-//!   memory accounting of the limiter.
+//!   sandbox the call would have built, built earlier, with the tool's grant (folders,
+//!   network, environment: what the component's start-up, such as a WASI adapter
+//!   listing its preopened folders, may take hold of). The call's own context, its
+//!   deadline and its fuel are put in when it takes the spare ([`Spare::arm`]).
 //! - The fuel the instantiation used is charged to the call; the build runs under the
 //!   plugin's deadline, with the same memory limit.
 //! - At most one spare per tool and at most `spare_sandboxes` per engine (each holds a
 //!   pooling slot and its memory). A spare made on code that has since been replaced
 //!   (the optimized build swapped in, see "Compile tiers") is dropped, not used.
-//! - Only a call that reached the guest orders the next spare: a tool whose
-//!   instantiation traps or times out does not get its failure repeated in the
-//!   background.
+//! - Only a call that reached the guest orders the next spare (so a tool needing an
+//!   approval has had one), not one called back to back, and not one whose sandbox
+//!   builds quicker than [`crate::EngineOptions::spare_min_build`] (see
+//!   [`SpareSlot::refill`]).
 //!
-//! [`arm`]: Spare::arm
+//! Without spares, a call builds the same sandbox itself, after the permission gate
+//! ([`prepare`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,7 +31,8 @@ use crate::component::PluginInner;
 use crate::engine::WasmEngine;
 use crate::error::StoreError;
 use crate::grant::Grant;
-use crate::sandbox::{HostState, StateSpec};
+use crate::sandbox::HostState;
+use toolhost_core::tools::ToolContext;
 use crate::store::{CallSpec, new_store};
 use crate::versions::{Instantiated, WorldPre};
 
@@ -108,16 +107,14 @@ fn code_of(pre: &WorldPre) -> usize {
 }
 
 impl Spare {
-    /// Makes the prepared sandbox the sandbox of the call `call`: its state becomes the
-    /// call's own, built as [`new_store`] builds it (grant, context, output capture),
-    /// with the wall-clock `deadline`, keeping the resource table and memory accounting
-    /// the instance refers to; the fuel is the call's budget less what the
+    /// Makes the prepared sandbox the sandbox of one call: its context `ctx`, the
+    /// wall-clock `deadline`, and the call's fuel budget `fuel` less what the
     /// instantiation used.
     pub(crate) fn arm(
         self,
-        inner: &PluginInner,
         engine: &WasmEngine,
-        call: CallSpec<'_>,
+        ctx: Option<ToolContext>,
+        fuel: Option<u64>,
         deadline: Instant,
     ) -> Result<(Store<HostState>, Instantiated), StoreError> {
         let Spare {
@@ -126,24 +123,12 @@ impl Spare {
             fuel_used,
             ..
         } = self;
-        let mut state = HostState::new(StateSpec {
-            plugin: inner.name.clone(),
-            tool: Arc::from(call.tool),
-            grant: call.grant,
-            declared_network: call.declared_network,
-            policy: &inner.policy,
-            ctx: call.ctx,
-        })?;
+        let state = store.data_mut();
+        state.ctx = ctx;
         state.deadline = deadline;
-        let old = store.data_mut();
-        std::mem::swap(&mut state.table, &mut old.table);
-        std::mem::swap(&mut state.limiter, &mut old.limiter);
-        let old = std::mem::replace(store.data_mut(), state);
-        // What the instantiation printed, logged as any call's output is.
-        old.flush_output();
         if engine.options().fuel {
             store
-                .set_fuel(call.fuel.unwrap_or(u64::MAX).saturating_sub(fuel_used))
+                .set_fuel(fuel.unwrap_or(u64::MAX).saturating_sub(fuel_used))
                 .map_err(|e| StoreError::Fuel {
                     message: format!("{e:#}"),
                 })?;
@@ -201,6 +186,8 @@ impl SpareSlot {
         self: &Arc<Self>,
         plugin: &Arc<PluginInner>,
         tool: &Arc<str>,
+        grant: &Grant,
+        declared_network: bool,
         started: Instant,
     ) {
         let budget = &plugin.engine.inner.spares;
@@ -227,13 +214,21 @@ impl SpareSlot {
             self.building.store(false, Ordering::Release);
             return;
         };
-        let (slot, plugin, tool) = (self.clone(), plugin.clone(), tool.clone());
+        let (slot, plugin, tool, grant) = (self.clone(), plugin.clone(), tool.clone(), grant.clone());
         rt.spawn(async move {
             let t0 = Instant::now();
             let built = match plugin.runnable() {
                 Ok((engine, pre)) => {
                     let deadline = Instant::now() + plugin.policy.timeout;
-                    prepare_held(&plugin, engine, pre, &tool, deadline, Some(held))
+                    let call = CallSpec {
+                        grant: &grant,
+                        declared_network,
+                        ctx: None,
+                        tool: &tool,
+                        timeout: plugin.policy.timeout,
+                        fuel: plugin.policy.fuel,
+                    };
+                    prepare_held(&plugin, engine, pre, call, deadline, Some(held))
                         .await
                         .map_err(|e| e.to_string())
                 }
@@ -284,42 +279,30 @@ impl std::fmt::Display for Unprepared {
     }
 }
 
-/// Prepares one sandbox of `tool` for a call: a store with no capability, under the
-/// plugin's limits and `deadline`, and the component `pre` (compiled on `engine`)
-/// instantiated in it. A call arms it with [`Spare::arm`].
+/// Prepares one sandbox for the call `call` (its grant, context, limits): a store built
+/// as [`new_store`] builds it, under `deadline`, and the component `pre` (compiled on
+/// `engine`) instantiated in it, not yet called. The call arms it with [`Spare::arm`].
 pub(crate) async fn prepare(
     plugin: &PluginInner,
     engine: &WasmEngine,
     pre: &WorldPre,
-    tool: &str,
+    call: CallSpec<'_>,
     deadline: Instant,
 ) -> Result<Spare, Unprepared> {
-    prepare_held(plugin, engine, pre, tool, deadline, None).await
+    prepare_held(plugin, engine, pre, call, deadline, None).await
 }
 
 async fn prepare_held(
     plugin: &PluginInner,
     engine: &WasmEngine,
     pre: &WorldPre,
-    tool: &str,
+    mut call: CallSpec<'_>,
     deadline: Instant,
     held: Option<Reservation>,
 ) -> Result<Spare, Unprepared> {
     let policy = &plugin.policy;
-    let nothing = Grant::default();
-    let mut store = new_store(
-        plugin,
-        engine,
-        CallSpec {
-            grant: &nothing,
-            declared_network: false,
-            ctx: None,
-            tool,
-            timeout: deadline.saturating_duration_since(Instant::now()),
-            fuel: policy.fuel,
-        },
-    )
-    .map_err(Unprepared::Store)?;
+    call.timeout = deadline.saturating_duration_since(Instant::now());
+    let mut store = new_store(plugin, engine, call).map_err(Unprepared::Store)?;
     let instance =
         match tokio::time::timeout_at(deadline.into(), pre.instantiate(&mut store)).await {
             Err(_) => return Err(Unprepared::Timeout(store)),

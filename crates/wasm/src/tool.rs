@@ -1,7 +1,6 @@
 //! [`WasmTool`]: one tool a component described, an ordinary [`BaseTool`]. Every call
-//! ([`WasmTool::run`]) gets a fresh `Store` and instance, instantiated with no capability
-//! and then given the call's (see [`crate::store`], [`crate::spare`]), so calls share no
-//! state; the result is turned into a [`ToolOutput`], capped at
+//! ([`WasmTool::run`]) gets a fresh `Store` and instance (see [`crate::store`], and
+//! [`crate::spare`] for one built ahead), so calls share no state; the result is turned into a [`ToolOutput`], capped at
 //! [`MAX_CANONICAL_BYTES`].
 
 use std::path::Path;
@@ -128,21 +127,27 @@ impl WasmTool {
             .plugin
             .runnable()
             .map_err(|e| ToolError::failed(name, format!("the plugin cannot be loaded: {e}")))?;
-        // The sandbox: the spare when there is one ([`crate::spare`]), else one prepared
-        // now; either way the component was instantiated with no capability, and the
-        // call's own go in just before the call.
+        // The sandbox: the spare when there is one ([`crate::spare`]), else one built
+        // now; either way instantiated with the tool's grant and never run.
         let started = Instant::now();
-        let (prepared, deadline) = match self.spare.take(pre) {
-            Some(spare) => (Ok(spare), started + timeout),
+        let deadline = started + timeout;
+        let prepared = match self.spare.take(pre) {
+            Some(spare) => Ok(spare),
             None => {
-                let deadline = started + timeout;
-                let made = tokio::select! {
-                    r = prepare(&self.plugin, engine, pre, name, deadline) => r,
+                let call = CallSpec {
+                    grant: &self.grant,
+                    declared_network,
+                    ctx: Some(ctx.clone()),
+                    tool: name,
+                    timeout,
+                    fuel: policy.fuel,
+                };
+                tokio::select! {
+                    r = prepare(&self.plugin, engine, pre, call, deadline) => r,
                     () = ctx.cancellation_token().cancelled() => {
                         return Err(ToolError::Cancelled(name.to_string()));
                     }
-                };
-                (made, deadline)
+                }
             }
         };
         let max_stack = self.plugin.engine.options().max_wasm_stack;
@@ -159,16 +164,8 @@ impl WasmTool {
                 return Err(ToolError::Timeout(name.to_string(), timeout));
             }
         };
-        let call = CallSpec {
-            grant: &self.grant,
-            declared_network,
-            ctx: Some(ctx.clone()),
-            tool: name,
-            timeout,
-            fuel: policy.fuel,
-        };
         let (mut store, instance) = prepared
-            .arm(&self.plugin, engine, call, deadline)
+            .arm(engine, Some(ctx.clone()), policy.fuel, deadline)
             .map_err(|e| ToolError::failed(name, e.to_string()))?;
         let wit_ctx = bindings::CallContext {
             session_id: ctx.session_id().to_string(),
@@ -196,7 +193,13 @@ impl WasmTool {
         store.data().flush_output();
         if res.is_ok() {
             // The guest ran: the tool is in use, so the next call's sandbox is made now.
-            self.spare.refill(&self.plugin, &self.registered, started);
+            self.spare.refill(
+                &self.plugin,
+                &self.registered,
+                &self.grant,
+                declared_network,
+                started,
+            );
         }
         // The fuel the call used, on the registry's `execute` span (traces).
         if let Ok(left) = store.get_fuel() {

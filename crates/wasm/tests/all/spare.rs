@@ -70,8 +70,8 @@ async fn every_call_gets_an_instance_nobody_ran_with_its_grant_spares_or_not() {
             let saw: Value = out.canonical.clone();
             // The call has its grant (one folder, one variable). A Rust component's
             // start-up code (constructors) runs on entry to its first export, so inside
-            // the call, with the same grant; the instantiation (done with no capability,
-            // in the background for a spare) runs none of its code.
+            // the call, with the same grant; the instantiation (in the background for a
+            // spare) runs none of its code.
             assert_eq!(
                 saw["call"],
                 json!({"env": 1, "dirs": 1}),
@@ -210,5 +210,37 @@ async fn a_tool_whose_sandbox_builds_quicker_than_the_threshold_gets_no_more_spa
         engine.spare_sandboxes(),
         0,
         "a spare was built after the first"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_component_reads_its_granted_folder_from_a_spare() {
+    // The C plugin's WASI adapter lists its preopened folders when it is instantiated: a
+    // spare must be instantiated with the grant for the call's file access to work.
+    let cache = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let data = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fox = data.path().join("fox.txt");
+    std::fs::write(&fox, "The quick brown fox jumps over the lazy dog\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let engine = engine(cache.path(), 4);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let policy = format!("read = [{:?}]\n", data.path().display().to_string());
+    install(dir.path(), "c_checksum", Some(&policy));
+    let reg = ToolRegistry::new();
+    let (_p, errors) = folder::load_into(&engine, &reg, dir.path()).await;
+    assert!(errors.is_empty(), "load errors: {errors:?}");
+    let path = fox.canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    for _ in 0..3 {
+        let inv = call(&reg, "c_checksum", json!({"path": path})).await;
+        let Ok(out) = &inv.output else {
+            panic!("c_checksum failed: {}", inv.model_text());
+        };
+        assert_eq!(out.canonical["crc32"], "6d93c138", "{:?}", out.canonical);
+        assert!(spares_settle(&engine, 1).await, "no spare was built");
+    }
+    assert_eq!(
+        engine.spare_sandboxes_used(),
+        2,
+        "the later calls ran in spares"
     );
 }
