@@ -202,3 +202,183 @@ fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
     );
     assert_eq!(m["error"]["code"], -32021, "{m}");
 }
+
+/// Polls `tasks/get` of `id` as `token` until its status is not `working` and, when
+/// `want_key_prefix` is given, one of its questions' messages starts with it.
+fn poll(addr: &str, token: &str, id: &str, want: &str) -> Value {
+    let t0 = Instant::now();
+    loop {
+        let m = rpc(
+            addr,
+            token,
+            "tasks/get",
+            Some(id),
+            json!({"taskId": id}),
+            ask_caps(),
+        );
+        let r = m["result"].clone();
+        let asks = r["inputRequests"]
+            .as_object()
+            .map(|q| {
+                q.values().any(|v| {
+                    v["params"]["message"]
+                        .as_str()
+                        .is_some_and(|s| s.starts_with(want))
+                })
+            })
+            .unwrap_or(false);
+        if (want.is_empty() && r["status"] != "working" && r["status"] != "input_required")
+            || (!want.is_empty() && asks)
+        {
+            return r;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "stuck: {m}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn ask_caps() -> Value {
+    json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+/// The key of the pending question whose message starts with `prefix`.
+fn key_of(task: &Value, prefix: &str) -> String {
+    task["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, v)| {
+            v["params"]["message"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(prefix))
+        })
+        .map(|(k, _)| k.clone())
+        .unwrap_or_else(|| panic!("no question starting {prefix:?}: {task}"))
+}
+
+#[test]
+fn a_call_that_asks_becomes_a_task_answered_only_by_its_owner() {
+    let Some(python) = toolhost_testkit::peers::python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("plugins")).unwrap();
+    // The wrapped server rated destructive: its `ask` needs toolhost's approval first.
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "[mcp.servers.ask]\ncommand = {:?}\nargs = [{:?}]\ndefault_risk = \"destructive\"\n",
+            python.display().to_string(),
+            toolhost_testkit::peers::mcp_fixture("asking_server.py")
+                .display()
+                .to_string()
+        ),
+    )
+    .unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{OWNER}\n{OTHER}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let data = dir.path().join("data").display().to_string();
+    let serve = ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        dir.path(),
+        &[
+            "--no-audit",
+            "--no-watch",
+            "--plugins",
+            "plugins",
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+        ],
+        &[("XDG_DATA_HOME", &data)],
+        "all tools loaded",
+        Duration::from_secs(120),
+    );
+    let addr = serve.addr();
+    let schema = json!({"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]});
+    let ask = |token: &str| {
+        rpc(
+            &addr,
+            token,
+            "tools/call",
+            Some("ask"),
+            json!({"name": "ask", "arguments": {"message": "Favourite colour?", "schema": schema.to_string()}}),
+            ask_caps(),
+        )
+    };
+
+    // The approval is asked at once: the call is a task, its question pending.
+    let created = ask(OWNER);
+    assert_eq!(
+        created["result"]["resultType"],
+        "task",
+        "{created}\n{}",
+        serve.stderr()
+    );
+    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    let task = poll(&addr, OWNER, &id, "toolhost approval:");
+    assert_eq!(task["status"], "input_required", "{task}");
+    let approval = key_of(&task, "toolhost approval:");
+    let approve = json!({approval.clone(): {"action": "accept", "content": {"decision": "once"}}});
+
+    // Another client cannot answer it.
+    let m = rpc(
+        &addr,
+        OTHER,
+        "tasks/update",
+        Some(&id),
+        json!({"taskId": id, "inputResponses": approve}),
+        ask_caps(),
+    );
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+    let still = poll(&addr, OWNER, &id, "toolhost approval:");
+    assert_eq!(still["status"], "input_required", "{still}");
+
+    // Its owner approves; the wrapped server's own question follows, tagged with its name.
+    let m = rpc(
+        &addr,
+        OWNER,
+        "tasks/update",
+        Some(&id),
+        json!({"taskId": id, "inputResponses": approve}),
+        ask_caps(),
+    );
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    let task = poll(&addr, OWNER, &id, "[ask]");
+    let question = key_of(&task, "[ask]");
+    let m = rpc(
+        &addr,
+        OWNER,
+        "tasks/update",
+        Some(&id),
+        json!({"taskId": id, "inputResponses": {question: {"action": "accept", "content": {"colour": "green"}}}}),
+        ask_caps(),
+    );
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    let done = poll(&addr, OWNER, &id, "");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["result"].to_string().contains("green"), "{done}");
+
+    // An approval answered with something that is not a form result: refused, nothing
+    // runs (the wrapped server never asks), the task ends with the error.
+    let created = ask(OWNER);
+    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    let task = poll(&addr, OWNER, &id, "toolhost approval:");
+    let approval = key_of(&task, "toolhost approval:");
+    rpc(
+        &addr,
+        OWNER,
+        "tasks/update",
+        Some(&id),
+        json!({"taskId": id, "inputResponses": {approval: 12345}}),
+        ask_caps(),
+    );
+    let done = poll(&addr, OWNER, &id, "");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], true, "{done}");
+    assert!(!done.to_string().contains("[ask]"), "{done}");
+}

@@ -10,7 +10,8 @@
 //!
 //! A client of the 2026-07-28 revision cannot be sent requests: its calls hold a
 //! [`crate::rounds::Asker`] instead, and what is asked of it goes out as an
-//! `input_required` result (`server/rounds.rs`).
+//! `input_required` result (`server/rounds.rs`). A call that runs as a task holds a
+//! [`crate::server::TaskAsker`]: its questions become the task's `inputRequests`.
 //!
 //! A wrapped server's request names no call, so it goes to the client of the calls in
 //! flight on that server; if calls of several sessions are in flight there, it is
@@ -50,6 +51,9 @@ enum Reach {
     Peer(Peer<RoleServer>),
     /// A 2026-07-28 client: `input_required` results.
     Rounds(crate::rounds::Asker),
+    /// A call that runs as a task (or becomes one when it asks): its questions are
+    /// the task's `inputRequests`, answered with `tasks/update`.
+    Task(crate::server::TaskAsker),
 }
 
 impl std::fmt::Debug for DownstreamClient {
@@ -77,6 +81,14 @@ impl DownstreamClient {
         }
     }
 
+    /// A client whose call runs as a task, asked through `asker`.
+    pub(crate) fn task(asker: crate::server::TaskAsker, session: impl Into<String>) -> Self {
+        Self {
+            reach: Reach::Task(asker),
+            session: session.into(),
+        }
+    }
+
     /// A 2026-07-28 client, asked through `asker`.
     pub(crate) fn rounds(asker: crate::rounds::Asker, session: impl Into<String>) -> Self {
         Self {
@@ -97,6 +109,7 @@ impl DownstreamClient {
                 .map(|i| i.capabilities.clone())
                 .unwrap_or_default(),
             Reach::Rounds(asker) => asker.capabilities().clone(),
+            Reach::Task(asker) => asker.capabilities().clone(),
         }
     }
 
@@ -152,6 +165,10 @@ impl DownstreamClient {
                 let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
                 answer_as(what, asker.ask(request, what, timeout).await?)
             }
+            Reach::Task(asker) => {
+                let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
+                answer_as(what, asker.ask(request, what, timeout).await?)
+            }
         }
     }
 
@@ -168,6 +185,10 @@ impl DownstreamClient {
         match &self.reach {
             Reach::Peer(peer) => bounded(timeout, what, peer.create_elicitation(params)).await,
             Reach::Rounds(asker) => {
+                let request = InputRequest::Elicitation(ElicitRequest::new(params));
+                answer_as(what, asker.ask(request, what, timeout).await?)
+            }
+            Reach::Task(asker) => {
                 let request = InputRequest::Elicitation(ElicitRequest::new(params));
                 answer_as(what, asker.ask(request, what, timeout).await?)
             }
@@ -223,6 +244,11 @@ impl DownstreamClient {
         let peer = match &self.reach {
             Reach::Peer(peer) => peer,
             Reach::Rounds(asker) => {
+                let request = InputRequest::ListRoots(request);
+                let what = "roots/list";
+                return answer_as(what, asker.ask(request, what, timeout).await?);
+            }
+            Reach::Task(asker) => {
                 let request = InputRequest::ListRoots(request);
                 let what = "roots/list";
                 return answer_as(what, asker.ask(request, what, timeout).await?);

@@ -91,6 +91,7 @@ use gateway_session::Session;
 pub use auth::BearerTokens;
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
 pub use hints::{ListHints, STATIC_LIST_TTL};
+pub(crate) use tasks::TaskAsker;
 pub use tasks::{MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER};
 pub use http::{ANY_HOST, HttpLimits, HttpServeOptions, serve_connections};
 pub use sessions::{
@@ -412,7 +413,8 @@ impl ServerHandler for McpServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.update(&request.task_id, &principal(&context))
+        self.tasks
+            .update(&request.task_id, &principal(&context), request.input_responses)
     }
 
     async fn cancel_task(

@@ -17,17 +17,25 @@
 //! - **One replica.** A task lives in the process that runs it: behind a load balancer
 //!   a client's `tasks/get` must reach that replica (docs/deploy.md).
 //!
-//! A call running as a task cannot put questions to its client (there is no request to
-//! answer): an approval it needs, or a wrapped server's elicitation, is refused as for a
-//! client that takes no elicitations.
+//! **Questions.** A call that asks its client something (toolhost's approval, a wrapped
+//! server's elicitation, sampling or roots request) becomes a task at once, if it is not
+//! one yet: the question is the task's `inputRequests` (status `input_required`), the
+//! client answers with `tasks/update`, and the call goes on ([`TaskAsker`]). Several
+//! questions at once are pending together and may be answered one at a time. When no
+//! task can be made (the bounds), the question is refused as for a client that takes no
+//! elicitations.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, CreateTaskResult, ErrorData, GetTaskResult};
+use rmcp::model::{
+    CallToolResult, ClientCapabilities, CreateTaskResult, ErrorData, GetTaskResult, InputRequest,
+    InputResponses,
+};
 use rmcp::service::RequestContext;
-use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::RoleServer;
 
 /// How long a call of a task-capable client runs before it becomes a task.
@@ -60,6 +68,94 @@ pub(crate) fn client_takes_tasks(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|c| c.supports_tasks())
 }
 
+/// Where a call's questions go once it is a task; the call holds it from its start.
+#[derive(Clone)]
+pub(crate) struct TaskAsker {
+    capabilities: ClientCapabilities,
+    link: Arc<TaskLink>,
+}
+
+/// What a call and [`Tasks::run`] share: whether the call became a task.
+struct TaskLink {
+    state: tokio::sync::watch::Sender<Link>,
+    /// Woken by the first question: the call becomes a task at once.
+    asked: tokio::sync::Notify,
+    next_key: AtomicU64,
+}
+
+/// Whether a call is a task.
+#[derive(Clone)]
+enum Link {
+    /// Not yet.
+    Pending,
+    /// It is, and this is its task.
+    Task(TaskContext),
+    /// It cannot become one (the bounds): its questions are refused.
+    Refused,
+}
+
+impl TaskAsker {
+    /// The asker of a call of a client with `capabilities`.
+    pub(crate) fn new(capabilities: ClientCapabilities) -> Self {
+        TaskAsker {
+            capabilities,
+            link: Arc::new(TaskLink {
+                state: tokio::sync::watch::Sender::new(Link::Pending),
+                asked: tokio::sync::Notify::new(),
+                next_key: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// What the client declared.
+    pub(crate) fn capabilities(&self) -> &ClientCapabilities {
+        &self.capabilities
+    }
+
+    /// Asks `request` (`what`, for messages) as one of the task's `inputRequests`, and
+    /// waits at most `timeout` for the client's `tasks/update`.
+    pub(crate) async fn ask(
+        &self,
+        request: InputRequest,
+        what: &str,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, ErrorData> {
+        self.link.asked.notify_one();
+        let mut rx = self.link.state.subscribe();
+        let task = match rx.wait_for(|l| !matches!(l, Link::Pending)).await {
+            Ok(l) => match &*l {
+                Link::Task(t) => t.clone(),
+                _ => return Err(refused(what)),
+            },
+            Err(_) => return Err(refused(what)),
+        };
+        let key = format!("q{}", self.link.next_key.fetch_add(1, Ordering::Relaxed));
+        match tokio::time::timeout(timeout, task.request_input(key, request)).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(TaskExit::Error(e))) => Err(e),
+            Ok(Err(TaskExit::Cancelled)) => Err(ErrorData::internal_error(
+                format!("{what}: the task was cancelled before the client answered"),
+                None,
+            )),
+            Err(_) => Err(ErrorData::internal_error(
+                format!(
+                    "{what}: the client did not answer within {} s",
+                    timeout.as_secs()
+                ),
+                None,
+            )),
+        }
+    }
+}
+
+fn refused(what: &str) -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!("{what}: the call cannot ask its client (no task could be made for it)"),
+        None,
+    )
+}
+
 /// What became of a call of a task-capable client.
 pub(crate) enum Outcome {
     /// It ended within [`TASK_AFTER`] (or no task could be made): its result.
@@ -69,24 +165,31 @@ pub(crate) enum Outcome {
 }
 
 impl Tasks {
-    /// Runs `call` (already spawned as `handle`; `stop` stops it) for `owner`: its result
-    /// if it ends within [`TASK_AFTER`], else a task that carries it on.
+    /// Runs `call` (already spawned as `handle`; `stop` stops it; `asker` holds its
+    /// questions) for `owner`: its result if it ends within [`TASK_AFTER`] without asking
+    /// anything, else a task that carries it on.
     pub(crate) async fn run(
         &self,
         owner: String,
         mut handle: tokio::task::JoinHandle<CallToolResult>,
         stop: super::StopToken,
+        asker: &TaskAsker,
     ) -> Result<Outcome, ErrorData> {
         let joined = |r: Result<CallToolResult, tokio::task::JoinError>| {
             r.map_err(|e| ErrorData::internal_error(format!("the call ended abnormally: {e}"), None))
         };
-        if let Ok(r) = tokio::time::timeout(TASK_AFTER, &mut handle).await {
-            return joined(r).map(Outcome::Done);
+        let link = asker.link.clone();
+        tokio::select! {
+            r = &mut handle => return joined(r).map(Outcome::Done),
+            () = tokio::time::sleep(TASK_AFTER) => {}
+            () = link.asked.notified() => {}
         }
         if !self.room_for(&owner) {
+            link.state.send_replace(Link::Refused);
             return joined(handle.await).map(Outcome::Done);
         }
         let task = self.manager.spawn(TaskOptions::new(), move |tctx| {
+            link.state.send_replace(Link::Task(tctx.clone()));
             Box::pin(async move {
                 tokio::select! {
                     r = &mut handle => r.map_err(|e| TaskExit::Error(ErrorData::internal_error(
@@ -134,11 +237,16 @@ impl Tasks {
         self.manager.get_task(id).map(GetTaskResult::new)
     }
 
-    /// `tasks/update` of `owner`: no call running as a task asks anything, so the answers
-    /// are taken and ignored.
-    pub(crate) fn update(&self, id: &str, owner: &str) -> Result<(), ErrorData> {
+    /// `tasks/update` of `owner`: the answers to the task's pending questions (answers to
+    /// anything else are ignored; an answer's shape is checked by the question's asker).
+    pub(crate) fn update(
+        &self,
+        id: &str,
+        owner: &str,
+        answers: InputResponses,
+    ) -> Result<(), ErrorData> {
         self.owned(id, owner)?;
-        self.manager.update_task(id, std::iter::empty())
+        self.manager.update_task(id, answers)
     }
 
     /// `tasks/cancel` of `owner`.
@@ -157,12 +265,14 @@ impl super::McpServer {
         args: serde_json::Value,
         context: &RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
-        let client = crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        let asker = TaskAsker::new(capabilities);
+        let client = crate::DownstreamClient::task(asker.clone(), self.session.id.clone());
         let stop = super::StopToken::new();
         let call = self.call_future(name, args, client, stop.clone(), context);
         let outcome = self
             .tasks
-            .run(super::calls::principal(context), tokio::spawn(call), stop)
+            .run(super::calls::principal(context), tokio::spawn(call), stop, &asker)
             .await?;
         Ok(match outcome {
             Outcome::Done(r) => rmcp::model::CallToolResponse::Complete(r),
@@ -190,7 +300,8 @@ mod tests {
         let mut ids = Vec::new();
         for _ in 0..MAX_TASKS_PER_CLIENT {
             let stop = super::super::StopToken::new();
-            match tasks.run("a".into(), endless(&stop), stop).await {
+            let asker = TaskAsker::new(ClientCapabilities::default());
+            match tasks.run("a".into(), endless(&stop), stop, &asker).await {
                 Ok(Outcome::Task(t)) => ids.push(t.task.task_id),
                 _ => panic!("no task within the share"),
             }
@@ -202,14 +313,16 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             stopper.cancel();
         });
+        let asker = TaskAsker::new(ClientCapabilities::default());
         assert!(matches!(
-            tasks.run("a".into(), endless(&stop), stop).await,
+            tasks.run("a".into(), endless(&stop), stop, &asker).await,
             Ok(Outcome::Done(_))
         ));
         // Another client still gets its task, and cannot see the first client's.
         let stop = super::super::StopToken::new();
+        let asker = TaskAsker::new(ClientCapabilities::default());
         assert!(matches!(
-            tasks.run("b".into(), endless(&stop), stop).await,
+            tasks.run("b".into(), endless(&stop), stop, &asker).await,
             Ok(Outcome::Task(_))
         ));
         assert!(tasks.get(&ids[0], "b").is_err());
