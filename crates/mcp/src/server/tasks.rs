@@ -4,7 +4,10 @@
 //! client gets a `CreateTaskResult` at once and polls `tasks/get`, which carries the
 //! result once the call is done; `tasks/cancel` stops the call (its status settles to
 //! `cancelled`). A call that ends sooner is answered as usual, so quick tools never pay
-//! for a task. rmcp's [`TaskManager`] keeps the tasks' states and expiry (5 minutes).
+//! for a task. rmcp's [`TaskManager`] keeps the tasks' states and expiry (5 minutes). A
+//! task whose call could not be carried out (the link to the wrapped server failed, its
+//! request was refused with a protocol error) ends `failed` with the error; a tool that
+//! ran and reported an error ends `completed` with `isError`.
 //!
 //! What this adds to it:
 //! - **Bounds.** At most [`MAX_TASKS`] tasks alive in the process and
@@ -148,6 +151,30 @@ impl TaskAsker {
     }
 }
 
+/// The error kinds (`structuredContent.error` of a failed call) that say the call could
+/// not be carried out (the MCP link to the wrapped server failed, or the host did), as
+/// opposed to a tool that ran and reported an error: a task ends `failed` with them,
+/// `completed` with `isError` otherwise.
+const PROTOCOL_FAILURES: &[&str] = &["mcp_error", "mcp_timeout", "mcp_not_initialized", "io"];
+
+/// A protocol-level failure, as a task's inlined `error`, when `result` is one.
+fn protocol_failure(result: &CallToolResult) -> Option<ErrorData> {
+    if result.is_error != Some(true) {
+        return None;
+    }
+    let s = result.structured_content.as_ref()?;
+    let kind = s.get("error")?.as_str()?;
+    if !PROTOCOL_FAILURES.contains(&kind) {
+        return None;
+    }
+    let message = s
+        .get("message")
+        .and_then(|m| m.as_str())
+        .unwrap_or(kind)
+        .to_string();
+    Some(ErrorData::internal_error(message, None))
+}
+
 fn refused(what: &str) -> ErrorData {
     ErrorData::new(
         rmcp::model::ErrorCode::METHOD_NOT_FOUND,
@@ -192,10 +219,16 @@ impl Tasks {
             link.state.send_replace(Link::Task(tctx.clone()));
             Box::pin(async move {
                 tokio::select! {
-                    r = &mut handle => r.map_err(|e| TaskExit::Error(ErrorData::internal_error(
-                        format!("the call ended abnormally: {e}"),
-                        None,
-                    ))),
+                    r = &mut handle => match r {
+                        Ok(result) => match protocol_failure(&result) {
+                            Some(e) => Err(TaskExit::Error(e)),
+                            None => Ok(result),
+                        },
+                        Err(e) => Err(TaskExit::Error(ErrorData::internal_error(
+                            format!("the call ended abnormally: {e}"),
+                            None,
+                        ))),
+                    },
                     () = tctx.cancelled() => {
                         stop.cancel();
                         // The call stops at its next cancellation point (the sandbox's
@@ -292,6 +325,21 @@ mod tests {
             stop.cancelled().await;
             CallToolResult::success(vec![])
         })
+    }
+
+    #[test]
+    fn a_failed_link_fails_the_task_and_a_failed_tool_completes_it() {
+        let failed = |kind: &str| {
+            let mut r = CallToolResult::error(vec![]);
+            r.structured_content = Some(serde_json::json!({"error": kind, "message": "boom"}));
+            r
+        };
+        let e = protocol_failure(&failed("mcp_error")).map(|e| e.message.to_string());
+        assert_eq!(e.as_deref(), Some("boom"));
+        assert!(protocol_failure(&failed("mcp_timeout")).is_some());
+        assert!(protocol_failure(&failed("execution_failed")).is_none());
+        assert!(protocol_failure(&failed("permission_denied")).is_none());
+        assert!(protocol_failure(&CallToolResult::success(vec![])).is_none());
     }
 
     #[tokio::test(start_paused = true)]
