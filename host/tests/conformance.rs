@@ -607,3 +607,85 @@ fn toolhost_as_a_client_logs_in_with_oauth() {
         );
     }
 }
+
+/// A 2026-07-28 `subscriptions/listen` stream through the gateway follows the wrapped
+/// server's resources it names: the fixture announces an update 50 ms after being
+/// subscribed to, and the stream carries it under the URI the client used. A filter
+/// naming 102 resources (one unknown, 100 made up) is cut to 64 in the acknowledgment,
+/// and the unknown ones are left out without ending the stream. A good call follows.
+#[test]
+fn a_2026_listen_stream_follows_the_resources_it_names() {
+    use std::io::{BufRead, BufReader, Write};
+    use toolhost_testkit::http::{mcp_2026, rpc_message};
+    let _serial = one_at_a_time();
+    let Some(suite) = peers::suite() else { return };
+    let dir = temp_dir("conformance-listen");
+    write_gateway_config(&dir, &suite);
+    let serve = serve_gateway(&dir);
+    let addr = serve.addr();
+    let watched = "test://watched-resource";
+    let mut uris = vec![watched.to_string(), "test://no-such-resource".to_string()];
+    uris.extend((0..100).map(|i| format!("test://made-up-{i}")));
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {
+            "notifications": {"resourceSubscriptions": uris},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "listen-test", "version": "0"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    })
+    .to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut acknowledged = None;
+    let mut updated = None;
+    let mut seen = Vec::new();
+    for line in BufReader::new(s).lines() {
+        let Ok(line) = line else { break };
+        seen.push(line.clone());
+        let Some(data) = line.strip_prefix("data:") else {
+            continue;
+        };
+        let Ok(msg) = serde_json::from_str::<Value>(data.trim()) else {
+            continue;
+        };
+        match msg["method"].as_str() {
+            Some("notifications/subscriptions/acknowledged") => acknowledged = Some(msg),
+            Some("notifications/resources/updated") => {
+                updated = Some(msg);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let acknowledged = acknowledged.unwrap_or_else(|| panic!("no acknowledgment: {seen:?}"));
+    let accepted = acknowledged["params"]["notifications"]["resourceSubscriptions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{acknowledged}"))
+        .len();
+    assert_eq!(accepted, 64, "{acknowledged}");
+    let updated = updated.unwrap_or_else(|| panic!("no update: {seen:?}\n{}", serve.stderr()));
+    assert_eq!(updated["params"]["uri"], watched, "{updated}");
+
+    let r = mcp_2026(
+        &addr,
+        "tools/call",
+        Some("test_simple_text"),
+        serde_json::json!({"name": "test_simple_text", "arguments": {}}),
+        serde_json::json!({}),
+    )
+    .unwrap();
+    let msg = rpc_message(&r).unwrap();
+    assert!(msg.to_string().contains("simple text response"), "{msg}");
+}
