@@ -114,6 +114,7 @@ impl Readiness {
 pub struct Metrics {
     handle: PrometheusHandle,
     sessions: Option<Arc<SessionCounters>>,
+    engine: Option<toolhost_wasm::WasmEngine>,
 }
 
 static RECORDER: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
@@ -159,6 +160,7 @@ impl Metrics {
         Ok(Metrics {
             handle,
             sessions: None,
+            engine: None,
         })
     }
 
@@ -169,8 +171,20 @@ impl Metrics {
         self
     }
 
+    /// Also reports the wasm engine's spare sandboxes (held now, and calls that ran in
+    /// one), read at each scrape.
+    pub fn with_engine(mut self, engine: toolhost_wasm::WasmEngine) -> Metrics {
+        self.engine = Some(engine);
+        self
+    }
+
     /// The metrics as Prometheus text.
     pub fn render(&self) -> String {
+        if let Some(e) = &self.engine {
+            metrics::gauge!("toolhost_spare_sandboxes").set(e.spare_sandboxes() as f64);
+            metrics::counter!("toolhost_spare_sandbox_calls_total")
+                .absolute(e.spare_sandboxes_used());
+        }
         if let Some(c) = &self.sessions {
             let n = c.snapshot();
             metrics::gauge!("toolhost_http_sessions_open").set(n.live as f64);
@@ -221,6 +235,14 @@ fn describe() {
         "Configured MCP servers, by state (connected, down)"
     );
     describe_gauge!("toolhost_ready", "1 when the replica is ready, else 0");
+    describe_gauge!(
+        "toolhost_spare_sandboxes",
+        "Spare sandboxes held now (built or being built), [serve] spare_sandboxes"
+    );
+    describe_counter!(
+        "toolhost_spare_sandbox_calls_total",
+        "WASM calls that ran in a spare sandbox prepared ahead"
+    );
     describe_gauge!(
         "toolhost_http_sessions_open",
         "MCP sessions of serve --http alive now"

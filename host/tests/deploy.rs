@@ -542,6 +542,12 @@ fn ready_waits_for_the_optimized_code_of_a_cold_start() {
     // A cold cache: `calc` loads on baseline code within moments, its optimized build
     // follows in the background. Ready means that build is in.
     let (dir, plugins) = work(&[("calc", "calc")]);
+    // Spare sandboxes on, for the metrics at the end.
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "[serve]\nspare_sandboxes = 4\n",
+    )
+    .unwrap();
     let server = serve(dir.path(), &plugins, &[]);
     let admin = server.admin_addr().expect("the admin address");
     let mut reasons = Vec::new();
@@ -581,4 +587,18 @@ fn ready_waits_for_the_optimized_code_of_a_cold_start() {
     let list = toolhost_testkit::http::rpc_message(&r).unwrap();
     assert_eq!(list["result"]["ttlMs"], 300_000, "{list}");
     assert_eq!(list["result"]["cacheScope"], "public", "{list}");
+    // The first call ordered a spare sandbox; after a pause the next call runs in it.
+    std::thread::sleep(Duration::from_millis(300));
+    let r = mcp_call(&server.addr(), &session, "add", r#"{"x": 1, "y": 2}"#).unwrap();
+    assert!(r.body.contains('3'), "{r:?}");
+    let m = request(&admin, "GET", "/metrics", &[], "").unwrap().body;
+    assert_eq!(
+        sample(&m, "toolhost_spare_sandbox_calls_total", &[]),
+        Some(1.0),
+        "{m}"
+    );
+    assert!(
+        sample(&m, "toolhost_spare_sandboxes", &[]).is_some_and(|n| n <= 1.0),
+        "{m}"
+    );
 }

@@ -77,6 +77,13 @@ impl WasmEngine {
     /// An engine with these options. Starts the epoch ticker thread, which holds only a
     /// weak handle and ends when the engine is dropped.
     pub fn with_options(options: EngineOptions) -> Result<Self, EngineError> {
+        let spares = Arc::new(crate::spare::Budget::new(options.spare_sandboxes));
+        Self::sibling(options, spares)
+    }
+
+    /// An engine with these options whose spare sandboxes count against `spares` (a
+    /// sibling engine shares its host engine's: one cap for the whole host).
+    fn sibling(options: EngineOptions, spares: Arc<crate::spare::Budget>) -> Result<Self, EngineError> {
         let mut config = Config::new();
         config
             .wasm_component_model(true)
@@ -174,7 +181,7 @@ impl WasmEngine {
                 concurrent: std::sync::OnceLock::new(),
                 baseline: std::sync::OnceLock::new(),
                 optimizer: std::sync::OnceLock::new(),
-                spares: Arc::new(crate::spare::Budget::new(options.spare_sandboxes)),
+                spares,
                 optimizing: Arc::default(),
                 options,
             }),
@@ -375,15 +382,18 @@ impl WasmEngine {
     /// runs only until the swap). Created on first need.
     fn baseline_engine(&self) -> Option<&WasmEngine> {
         let made = self.inner.baseline.get_or_init(|| {
-            WasmEngine::with_options(EngineOptions {
-                compiler: Compiler::Winch,
-                baseline_first: false,
-                cache_dir: None,
-                pooling: false,
-                // Winch supports only lazily initialized tables.
-                table_lazy_init: true,
-                ..self.inner.options.clone()
-            })
+            WasmEngine::sibling(
+                EngineOptions {
+                    compiler: Compiler::Winch,
+                    baseline_first: false,
+                    cache_dir: None,
+                    pooling: false,
+                    // Winch supports only lazily initialized tables.
+                    table_lazy_init: true,
+                    ..self.inner.options.clone()
+                },
+                self.inner.spares.clone(),
+            )
         });
         match made {
             Ok(e) => Some(e),
@@ -498,10 +508,13 @@ impl WasmEngine {
             Err(e) => return Err(e),
         };
         let concurrent = self.inner.concurrent.get_or_init(|| {
-            WasmEngine::with_options(EngineOptions {
-                concurrency_support: true,
-                ..self.inner.options.clone()
-            })
+            WasmEngine::sibling(
+                EngineOptions {
+                    concurrency_support: true,
+                    ..self.inner.options.clone()
+                },
+                self.inner.spares.clone(),
+            )
         });
         let Ok(concurrent) = concurrent else {
             return Err(first);

@@ -275,7 +275,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let admin_stop = StopToken::new();
     let session_counters = Arc::new(toolhost::mcp::server::SessionCounters::default());
     if let Some(addr) = args.admin {
-        let metrics = toolhost::admin::Metrics::install()?.with_sessions(session_counters.clone());
+        let metrics = toolhost::admin::Metrics::install()?
+            .with_sessions(session_counters.clone())
+            .with_engine(th.engine().clone());
         registry.add_listener(Arc::new(toolhost::admin::MetricsListener));
         let (r, stop) = (readiness.clone(), admin_stop.clone());
         let bound = tokio::sync::oneshot::channel();
