@@ -525,18 +525,6 @@ fn silent_connections_cannot_starve_the_admin_endpoints() {
     wait_ready(&admin);
 }
 
-/// The optimized (Cranelift) artifacts in the compile cache of the work folder `dir`
-/// (baseline builds are never cached).
-fn optimized_artifacts(dir: &Path) -> usize {
-    std::fs::read_dir(dir.join("cache/toolhost/wasm"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 #[test]
 fn ready_waits_for_the_optimized_code_of_a_cold_start() {
     // A cold cache: `calc` loads on baseline code within moments, its optimized build
@@ -567,7 +555,7 @@ fn ready_waits_for_the_optimized_code_of_a_cold_start() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(
-        optimized_artifacts(dir.path()),
+        toolhost_testkit::compiled_artifacts(&dir.path().join("cache/toolhost/wasm")),
         1,
         "ready before the optimized build was in (503 reasons seen: {reasons:?})"
     );

@@ -268,13 +268,7 @@ fn http_clients_learn_of_late_tools_through_list_changed() {
 
 /// The compiled artifacts in the work folder's compile cache.
 fn cached_artifacts(work: &Work) -> usize {
-    std::fs::read_dir(work.dir.path().join("cache/toolhost/wasm"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
-                .count()
-        })
-        .unwrap_or(0)
+    toolhost_testkit::compiled_artifacts(&work.dir.path().join("cache/toolhost/wasm"))
 }
 
 #[test]

@@ -36,6 +36,47 @@ fn rpc(
     rpc_message(&r).unwrap_or_else(|| panic!("no message: {} {}", r.head, r.body))
 }
 
+/// `toolhost serve --http` in `dir` with `plugins`, the two tokens, its cache and data
+/// under `dir`.
+fn serve_with_tokens(dir: &Path, plugins: &str) -> ServeHttp {
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, format!("{OWNER}\n{OTHER}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let cache = dir.join("cache").display().to_string();
+    let data = dir.join("data").display().to_string();
+    ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        dir,
+        &[
+            "--no-audit",
+            "--no-watch",
+            "--plugins",
+            plugins,
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+        ],
+        &[("XDG_CACHE_HOME", &cache), ("XDG_DATA_HOME", &data)],
+        "all tools loaded",
+        Duration::from_secs(120),
+    )
+}
+
+/// `method` (`tasks/get`, `tasks/cancel`) on task `id` as the holder of `token`.
+fn on_task(addr: &str, token: &str, method: &str, id: &str) -> Value {
+    rpc(
+        addr,
+        token,
+        method,
+        Some(id),
+        json!({"taskId": id}),
+        tasks_caps(),
+    )
+}
+
 #[test]
 fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,29 +96,7 @@ fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
         "timeout_ms = 60000\nfuel = 10000000000000\n",
     )
     .unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("{OWNER}\n{OTHER}\n")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    let cache = dir.path().join("cache").display().to_string();
-    let serve = ServeHttp::start(
-        Path::new(env!("CARGO_BIN_EXE_toolhost")),
-        dir.path(),
-        &[
-            "--no-audit",
-            "--no-watch",
-            "--plugins",
-            plugins.to_str().unwrap(),
-            "--auth-token-file",
-            tokens.to_str().unwrap(),
-        ],
-        &[("XDG_CACHE_HOME", &cache)],
-        "all tools loaded",
-        Duration::from_secs(120),
-    );
+    let serve = serve_with_tokens(dir.path(), plugins.to_str().unwrap());
     let addr = serve.addr();
 
     // The long call: a task, flat (taskId, status, ttlMs at the top), no result yet.
@@ -97,14 +116,7 @@ fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
 
     // Another client: the task does not exist for it, whatever it tries.
     for method in ["tasks/get", "tasks/cancel"] {
-        let m = rpc(
-            &addr,
-            OTHER,
-            method,
-            Some(&id),
-            json!({"taskId": id}),
-            tasks_caps(),
-        );
+        let m = on_task(&addr, OTHER, method, &id);
         assert_eq!(
             m["error"]["code"], -32602,
             "{method} by another client: {m}"
@@ -130,45 +142,17 @@ fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
         "tasks/update by another client: {m}"
     );
     // An id nobody made answers the same.
-    let m = rpc(
-        &addr,
-        OWNER,
-        "tasks/get",
-        Some("made-up"),
-        json!({"taskId": "made-up"}),
-        tasks_caps(),
-    );
+    let m = on_task(&addr, OWNER, "tasks/get", "made-up");
     assert_eq!(m["error"]["code"], -32602, "{m}");
 
     // Its owner still sees it working, cancels it, and it settles `cancelled`.
-    let m = rpc(
-        &addr,
-        OWNER,
-        "tasks/get",
-        Some(&id),
-        json!({"taskId": id}),
-        tasks_caps(),
-    );
+    let m = on_task(&addr, OWNER, "tasks/get", &id);
     assert_eq!(m["result"]["status"], "working", "{m}");
-    let m = rpc(
-        &addr,
-        OWNER,
-        "tasks/cancel",
-        Some(&id),
-        json!({"taskId": id}),
-        tasks_caps(),
-    );
+    let m = on_task(&addr, OWNER, "tasks/cancel", &id);
     assert_eq!(m["result"]["resultType"], "complete", "{m}");
     let t0 = Instant::now();
     let status = loop {
-        let m = rpc(
-            &addr,
-            OWNER,
-            "tasks/get",
-            Some(&id),
-            json!({"taskId": id}),
-            tasks_caps(),
-        );
+        let m = on_task(&addr, OWNER, "tasks/get", &id);
         let s = m["result"]["status"]
             .as_str()
             .unwrap_or_default()
@@ -275,29 +259,7 @@ fn a_call_that_asks_becomes_a_task_answered_only_by_its_owner() {
         ),
     )
     .unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("{OWNER}\n{OTHER}\n")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    let data = dir.path().join("data").display().to_string();
-    let serve = ServeHttp::start(
-        Path::new(env!("CARGO_BIN_EXE_toolhost")),
-        dir.path(),
-        &[
-            "--no-audit",
-            "--no-watch",
-            "--plugins",
-            "plugins",
-            "--auth-token-file",
-            tokens.to_str().unwrap(),
-        ],
-        &[("XDG_DATA_HOME", &data)],
-        "all tools loaded",
-        Duration::from_secs(120),
-    );
+    let serve = serve_with_tokens(dir.path(), "plugins");
     let addr = serve.addr();
     let schema = json!({"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]});
     let ask = |token: &str| {

@@ -131,3 +131,16 @@ pub async fn wait_for_port(port: u16) {
     }
     panic!("nothing listens on 127.0.0.1:{port}");
 }
+
+/// The compiled artifacts (`.cwasm`, optimized builds: baseline builds are never cached)
+/// in `cache`, a wasm compile cache folder (`XDG_CACHE_HOME/toolhost/wasm` of a test's
+/// work folder); 0 when it does not exist.
+pub fn compiled_artifacts(cache: &Path) -> usize {
+    std::fs::read_dir(cache)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+                .count()
+        })
+        .unwrap_or(0)
+}
