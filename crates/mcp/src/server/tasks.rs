@@ -205,6 +205,9 @@ impl Tasks {
         let joined = |r: Result<CallToolResult, tokio::task::JoinError>| {
             r.map_err(|e| ErrorData::internal_error(format!("the call ended abnormally: {e}"), None))
         };
+        // Until the call is a task, it belongs to this request: a request dropped on the
+        // way (the client went away) stops it rather than leaving it running unseen.
+        let orphan = stop.clone().drop_guard();
         let link = asker.link.clone();
         tokio::select! {
             r = &mut handle => return joined(r).map(Outcome::Done),
@@ -215,6 +218,7 @@ impl Tasks {
             link.state.send_replace(Link::Refused);
             return joined(handle.await).map(Outcome::Done);
         }
+        orphan.disarm();
         let task = self.manager.spawn(TaskOptions::new(), move |tctx| {
             link.state.send_replace(Link::Task(tctx.clone()));
             Box::pin(async move {
@@ -340,6 +344,23 @@ mod tests {
         assert!(protocol_failure(&failed("execution_failed")).is_none());
         assert!(protocol_failure(&failed("permission_denied")).is_none());
         assert!(protocol_failure(&CallToolResult::success(vec![])).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_whose_request_goes_away_before_it_is_a_task_is_stopped() {
+        let tasks = Arc::new(Tasks::default());
+        let stop = super::super::StopToken::new();
+        let call = endless(&stop);
+        let (t, s) = (tasks.clone(), stop.clone());
+        let run = tokio::spawn(async move {
+            let asker = TaskAsker::new(ClientCapabilities::default());
+            t.run("a".into(), call, s, &asker).await.is_ok()
+        });
+        tokio::time::sleep(TASK_AFTER / 5).await;
+        assert!(!stop.is_cancelled());
+        run.abort();
+        let _ = run.await;
+        assert!(stop.is_cancelled(), "the orphaned call still runs");
     }
 
     #[tokio::test(start_paused = true)]
