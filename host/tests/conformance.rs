@@ -189,6 +189,20 @@ fn write_gateway_config(dir: &Path, suite: &Suite) {
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
 }
 
+/// A fresh folder `tag` wrapping the suite's fixture server (config plus `extra`), and
+/// `toolhost serve --http` in it once every tool is loaded.
+fn gateway(tag: &str, suite: &Suite, extra: &str) -> (PathBuf, ServeHttp) {
+    let dir = temp_dir(tag);
+    write_gateway_config(&dir, suite);
+    if !extra.is_empty() {
+        let mut config = std::fs::read_to_string(dir.join("toolhost.toml")).unwrap();
+        config.push_str(extra);
+        std::fs::write(dir.join("toolhost.toml"), config).unwrap();
+    }
+    let serve = serve_gateway(&dir);
+    (dir, serve)
+}
+
 /// `toolhost serve --http` in `dir` (its `toolhost.toml`), once every tool is loaded.
 fn serve_gateway(dir: &Path) -> ServeHttp {
     ServeHttp::start(
@@ -205,9 +219,7 @@ fn serve_gateway(dir: &Path) -> ServeHttp {
 fn the_server_suite_passes_through_the_gateway() {
     let _serial = one_at_a_time();
     let Some(suite) = peers::suite() else { return };
-    let dir = temp_dir("conformance-gateway");
-    write_gateway_config(&dir, &suite);
-    let serve = serve_gateway(&dir);
+    let (dir, serve) = gateway("conformance-gateway", &suite, "");
     let out = dir.join("results");
     let mut run = run_suite(&suite, &["server", "--url", &serve.url], &out);
     // Pending in this suite version (not in the active run), and passing: run it too.
@@ -325,16 +337,15 @@ fn check_required(
 fn the_2026_07_28_server_suite_passes_through_the_gateway() {
     let _serial = one_at_a_time();
     let Some(suite) = peers::suite() else { return };
-    let dir = temp_dir("conformance-gateway-2026");
-    write_gateway_config(&dir, &suite);
     // The suite leaves rounds unanswered on purpose (a retry with the wrong keys, with
     // none at all): each such call waits for its answer, in its execution slot, until
     // the wrapped server's question times out. More slots than the default 4 keep the
     // later scenarios from queueing behind them.
-    let mut config = std::fs::read_to_string(dir.join("toolhost.toml")).unwrap();
-    config.push_str("[serve]\nmax_concurrent_calls = 32\n");
-    std::fs::write(dir.join("toolhost.toml"), config).unwrap();
-    let serve = serve_gateway(&dir);
+    let (dir, serve) = gateway(
+        "conformance-gateway-2026",
+        &suite,
+        "[serve]\nmax_concurrent_calls = 32\n",
+    );
     let out = dir.join("results");
     let run = Command::new(suite.node())
         .arg(suite.conformance_2026())
@@ -619,9 +630,7 @@ fn a_2026_listen_stream_follows_the_resources_it_names() {
     use toolhost_testkit::http::{mcp_2026, rpc_message};
     let _serial = one_at_a_time();
     let Some(suite) = peers::suite() else { return };
-    let dir = temp_dir("conformance-listen");
-    write_gateway_config(&dir, &suite);
-    let serve = serve_gateway(&dir);
+    let (_dir, serve) = gateway("conformance-listen", &suite, "");
     let addr = serve.addr();
     let watched = "test://watched-resource";
     let mut uris = vec![watched.to_string(), "test://no-such-resource".to_string()];

@@ -229,6 +229,18 @@ impl Gateway {
         self.inner.events.subscribe()
     }
 
+    /// The next of `events` (from [`Gateway::events`]); never, when there is no receiver
+    /// (no gateway, or its stream ended and the caller set it to `None`), so it can sit in
+    /// a `select!` beside other sources.
+    pub async fn next_event(
+        events: &mut Option<broadcast::Receiver<GatewayEvent>>,
+    ) -> Result<GatewayEvent, broadcast::error::RecvError> {
+        match events {
+            Some(rx) => rx.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// Whether any server is wrapped.
     pub fn is_empty(&self) -> bool {
         self.upstreams().is_empty()

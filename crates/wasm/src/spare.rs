@@ -107,7 +107,13 @@ fn code_of(pre: &WorldPre) -> usize {
 }
 
 impl Spare {
-    /// Makes the prepared sandbox the sandbox of one call: its context `ctx`, the
+    /// The store and instance of a sandbox [`prepare`]d for the call that runs in it
+    /// (its context, deadline and fuel are in already).
+    pub(crate) fn into_parts(self) -> (Store<HostState>, Instantiated) {
+        (self.store, self.instance)
+    }
+
+    /// Makes a spare (prepared with no call in it) the sandbox of one call: its context `ctx`, the
     /// wall-clock `deadline`, and the call's fuel budget `fuel` less what the
     /// instantiation used.
     pub(crate) fn arm(
@@ -281,7 +287,7 @@ impl std::fmt::Display for Unprepared {
 
 /// Prepares one sandbox for the call `call` (its grant, context, limits): a store built
 /// as [`new_store`] builds it, under `deadline`, and the component `pre` (compiled on
-/// `engine`) instantiated in it, not yet called. The call arms it with [`Spare::arm`].
+/// `engine`) instantiated in it, not yet called ([`Spare::into_parts`]).
 pub(crate) async fn prepare(
     plugin: &PluginInner,
     engine: &WasmEngine,

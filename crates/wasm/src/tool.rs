@@ -131,8 +131,12 @@ impl WasmTool {
         // now; either way instantiated with the tool's grant and never run.
         let started = Instant::now();
         let deadline = started + timeout;
-        let prepared = match self.spare.take(pre) {
-            Some(spare) => Ok(spare),
+        let max_stack = self.plugin.engine.options().max_wasm_stack;
+        let (mut store, instance) = match self.spare.take(pre) {
+            // Built ahead with no call in it: the call's context, deadline and fuel go in.
+            Some(spare) => spare
+                .arm(engine, Some(ctx.clone()), policy.fuel, deadline)
+                .map_err(|e| ToolError::failed(name, e.to_string()))?,
             None => {
                 let call = CallSpec {
                     grant: &self.grant,
@@ -142,31 +146,30 @@ impl WasmTool {
                     timeout,
                     fuel: policy.fuel,
                 };
-                tokio::select! {
+                let prepared = tokio::select! {
                     r = prepare(&self.plugin, engine, pre, call, deadline) => r,
                     () = ctx.cancellation_token().cancelled() => {
                         return Err(ToolError::Cancelled(name.to_string()));
                     }
+                };
+                match prepared {
+                    // Built for this call: context, deadline and fuel are in already.
+                    Ok(p) => p.into_parts(),
+                    Err(Unprepared::Store(e)) => {
+                        return Err(ToolError::failed(name, e.to_string()));
+                    }
+                    Err(Unprepared::Trap(e, store)) => {
+                        store.data().flush_output();
+                        let facts = facts(&store, timeout, policy.fuel, max_stack);
+                        return Err(map_trap(name, &e, facts));
+                    }
+                    Err(Unprepared::Timeout(store)) => {
+                        store.data().flush_output();
+                        return Err(ToolError::Timeout(name.to_string(), timeout));
+                    }
                 }
             }
         };
-        let max_stack = self.plugin.engine.options().max_wasm_stack;
-        let prepared = match prepared {
-            Ok(p) => p,
-            Err(Unprepared::Store(e)) => return Err(ToolError::failed(name, e.to_string())),
-            Err(Unprepared::Trap(e, store)) => {
-                store.data().flush_output();
-                let facts = facts(&store, timeout, policy.fuel, max_stack);
-                return Err(map_trap(name, &e, facts));
-            }
-            Err(Unprepared::Timeout(store)) => {
-                store.data().flush_output();
-                return Err(ToolError::Timeout(name.to_string(), timeout));
-            }
-        };
-        let (mut store, instance) = prepared
-            .arm(engine, Some(ctx.clone()), policy.fuel, deadline)
-            .map_err(|e| ToolError::failed(name, e.to_string()))?;
         let wit_ctx = bindings::CallContext {
             session_id: ctx.session_id().to_string(),
             trace_id: ctx.trace_id().to_string(),

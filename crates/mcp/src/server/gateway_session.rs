@@ -147,14 +147,8 @@ impl GatewaySession {
             let mut last = Instant::now();
             let mut dropped = 0u64;
             loop {
-                let gateway_event = async {
-                    match &mut events {
-                        Some(rx) => rx.recv().await,
-                        None => std::future::pending().await,
-                    }
-                };
                 let item = tokio::select! {
-                    r = gateway_event => match r {
+                    r = Gateway::next_event(&mut events) => match r {
                         Ok(ev) => Item::Gateway(ev),
                         Err(broadcast::error::RecvError::Lagged(_)) => continue,
                         Err(broadcast::error::RecvError::Closed) => {

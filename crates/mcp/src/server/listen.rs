@@ -65,19 +65,13 @@ pub(super) async fn forward_changes(
         },
     };
     loop {
-        let gateway_event = async {
-            match &mut events {
-                Some(rx) => rx.recv().await,
-                None => std::future::pending().await,
-            }
-        };
         let sent = tokio::select! {
             _ = context.cancelled() => break,
             r = tools.changed() => {
                 if r.is_err() { break }
                 context.sink().notify_tool_list_changed().await
             }
-            ev = gateway_event => match ev {
+            ev = Gateway::next_event(&mut events) => match ev {
                 Ok(GatewayEvent::PromptsChanged) => context.sink().notify_prompt_list_changed().await,
                 Ok(GatewayEvent::ResourcesChanged) => {
                     context.sink().notify_resource_list_changed().await

@@ -35,13 +35,7 @@ fn sum(inv: toolhost_core::tools::ToolInvocation) -> Option<f64> {
 }
 
 fn artifacts(cache: &Path) -> usize {
-    std::fs::read_dir(cache)
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
-                .count()
-        })
-        .unwrap_or(0)
+    toolhost_testkit::compiled_artifacts(cache)
 }
 
 #[tokio::test]
