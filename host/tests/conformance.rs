@@ -622,8 +622,9 @@ fn toolhost_as_a_client_logs_in_with_oauth() {
 /// A 2026-07-28 `subscriptions/listen` stream through the gateway follows the wrapped
 /// server's resources it names: the fixture announces an update 50 ms after being
 /// subscribed to, and the stream carries it under the URI the client used. A filter
-/// naming 102 resources (one unknown, 100 made up) is cut to 64 in the acknowledgment,
-/// and the unknown ones are left out without ending the stream. A good call follows.
+/// naming 102 resources is cut to 64 in the acknowledgment, and none past the 64th is
+/// followed (the fixture accepts any URI, so those within the cut may send updates too).
+/// A good call follows.
 #[test]
 fn a_2026_listen_stream_follows_the_resources_it_names() {
     use std::io::{BufRead, BufReader, Write};
@@ -659,6 +660,7 @@ fn a_2026_listen_stream_follows_the_resources_it_names() {
     .unwrap();
     let mut acknowledged = None;
     let mut updated = None;
+    let mut others = Vec::new();
     let mut seen = Vec::new();
     for line in BufReader::new(s).lines() {
         let Ok(line) = line else { break };
@@ -671,10 +673,11 @@ fn a_2026_listen_stream_follows_the_resources_it_names() {
         };
         match msg["method"].as_str() {
             Some("notifications/subscriptions/acknowledged") => acknowledged = Some(msg),
-            Some("notifications/resources/updated") => {
+            Some("notifications/resources/updated") if msg["params"]["uri"] == watched => {
                 updated = Some(msg);
                 break;
             }
+            Some("notifications/resources/updated") => others.push(msg["params"]["uri"].clone()),
             _ => {}
         }
     }
@@ -686,6 +689,17 @@ fn a_2026_listen_stream_follows_the_resources_it_names() {
     assert_eq!(accepted, 64, "{acknowledged}");
     let updated = updated.unwrap_or_else(|| panic!("no update: {seen:?}\n{}", serve.stderr()));
     assert_eq!(updated["params"]["uri"], watched, "{updated}");
+    // Within the cut: the watched one, the unknown one, made-up 0 to 61.
+    for uri in &others {
+        let n = uri
+            .as_str()
+            .and_then(|u| u.strip_prefix("test://made-up-"))
+            .and_then(|n| n.parse::<usize>().ok());
+        assert!(
+            uri == "test://no-such-resource" || n.is_some_and(|n| n < 62),
+            "an update for a resource past the cut: {uri}"
+        );
+    }
 
     let r = mcp_2026(
         &addr,
