@@ -61,19 +61,7 @@ const MUST_RUN: &[&str] = &[
 
 /// Required 2026-07-28 server scenarios that fail through the gateway, with the reason
 /// (also in docs/mcp.md).
-const EXPECTED_FAILURES_2026: &[(&str, &str)] = &[
-    (
-        "input-required-result-basic-elicitation",
-        "the scenario wants its question under the key `user_name`; a server of the older \
-         revisions (the fixture) asks mid-call and names no key, so the gateway names it `r1_0`",
-    ),
-    (
-        "input-required-result-ignore-extra-params",
-        "a warning: the scenario answers `user_name` before it was asked, without a \
-         requestState; the gateway uses only answers to questions it asked (a sealed state \
-         names them), so it asks",
-    ),
-];
+const EXPECTED_FAILURES_2026: &[(&str, &str)] = &[];
 
 /// Required 2026-07-28 client scenarios (`client --requirements 2026-07-28`) that fail,
 /// with the reason (also in docs/mcp.md).
@@ -176,9 +164,10 @@ fn run_suite(suite: &Suite, args: &[&str], out: &Path) -> std::process::Output {
         .unwrap()
 }
 
-fn write_gateway_config(dir: &Path, suite: &Suite) {
+fn write_gateway_config(dir: &Path, suite: &Suite, leave_out: &str) {
     let config = format!(
-        "[mcp.servers.suite]\ncommand = {node:?}\nargs = [{fixture:?}]\nenv = {{ NODE_PATH = {modules:?} }}\n\
+        "[mcp.servers.suite]\ncommand = {node:?}\nargs = [{fixture:?}]\n\
+         env = {{ NODE_PATH = {modules:?}, SUITE_LEAVE_OUT = {leave_out:?} }}\n\
          # Its tools are test fixtures: read-only, so `serve` offers them without approvals.\n\
          default_risk = \"read-only\"\n",
         node = suite.node().display().to_string(),
@@ -192,8 +181,19 @@ fn write_gateway_config(dir: &Path, suite: &Suite) {
 /// A fresh folder `tag` wrapping the suite's fixture server (config plus `extra`), and
 /// `toolhost serve --http` in it once every tool is loaded.
 fn gateway(tag: &str, suite: &Suite, extra: &str) -> (PathBuf, ServeHttp) {
+    gateway_leaving_out(tag, suite, extra, "")
+}
+
+/// As [`gateway`], with the fixture's tools named in `leave_out` (commas) left out, for
+/// another wrapped server in `extra` to provide.
+fn gateway_leaving_out(
+    tag: &str,
+    suite: &Suite,
+    extra: &str,
+    leave_out: &str,
+) -> (PathBuf, ServeHttp) {
     let dir = temp_dir(tag);
-    write_gateway_config(&dir, suite);
+    write_gateway_config(&dir, suite, leave_out);
     if !extra.is_empty() {
         let mut config = std::fs::read_to_string(dir.join("toolhost.toml")).unwrap();
         config.push_str(extra);
@@ -341,10 +341,17 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
     // none at all): each such call waits for its answer, in its execution slot, until
     // the wrapped server's question times out. More slots than the default 4 keep the
     // later scenarios from queueing behind them.
-    let (dir, serve) = gateway(
+    //
+    // Two wrapped servers, one of each revision: the older revisions' fixture for every
+    // feature, and the 2026-07-28 fixture for the one tool whose question the suite wants
+    // under the server's own key (`user_name`), which a server of the older revisions,
+    // asking mid-call, cannot name.
+    let native = Native2026::start(&suite);
+    let (dir, serve) = gateway_leaving_out(
         "conformance-gateway-2026",
         &suite,
-        "[serve]\nmax_concurrent_calls = 32\n",
+        &format!("{}[serve]\nmax_concurrent_calls = 32\n", native.config()),
+        "test_input_required_result_elicitation",
     );
     let out = dir.join("results");
     let run = Command::new(suite.node())
@@ -384,6 +391,47 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
     );
 }
 
+/// `fixtures/native_2026_server.cjs` (a server of the 2026-07-28 revision, the TypeScript
+/// SDK 2.x over HTTP) running on a free port; stopped when dropped.
+struct Native2026 {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Native2026 {
+    fn start(suite: &Suite) -> Self {
+        let port = toolhost_testkit::free_port();
+        let child = Command::new(suite.node())
+            .arg(fixtures().join("native_2026_server.cjs"))
+            .arg(port.to_string())
+            .env("NODE_PATH", suite.modules())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            toolhost_testkit::port_listening(port, Duration::from_secs(30)),
+            "the 2026-07-28 fixture did not listen"
+        );
+        Self { child, port }
+    }
+
+    /// Its `[mcp.servers.native]` entry, reached as a 2026-07-28 server.
+    fn config(&self) -> String {
+        format!(
+            "[mcp.servers.native]\nurl = \"http://127.0.0.1:{}/mcp\"\n\
+             default_risk = \"read-only\"\nprotocol = \"2026-07-28\"\n",
+            self.port
+        )
+    }
+}
+
+impl Drop for Native2026 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A wrapped server of the 2026-07-28 revision (`fixtures/native_2026_server.cjs`, the
 /// TypeScript SDK 2.x over HTTP), reached by toolhost as a 2026-07-28 client and served
 /// to a 2026-07-28 client: its question keeps its own key (`user_name`) through the
@@ -393,27 +441,9 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
 fn a_wrapped_2026_07_28_servers_rounds_pass_through_under_its_own_keys() {
     let _serial = one_at_a_time();
     let Some(suite) = peers::suite() else { return };
-    let port = toolhost_testkit::free_port();
-    let mut fixture = Command::new(suite.node())
-        .arg(fixtures().join("native_2026_server.cjs"))
-        .arg(port.to_string())
-        .env("NODE_PATH", suite.modules())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(
-        toolhost_testkit::port_listening(port, Duration::from_secs(30)),
-        "the 2026-07-28 fixture did not listen"
-    );
+    let native = Native2026::start(&suite);
     let dir = temp_dir("conformance-native-2026");
-    std::fs::write(
-        dir.join("toolhost.toml"),
-        format!(
-            "[mcp.servers.native]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
-             default_risk = \"read-only\"\nprotocol = \"2026-07-28\"\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(dir.join("toolhost.toml"), native.config()).unwrap();
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
     let serve = serve_gateway(&dir);
     let out = dir.join("results");
@@ -463,8 +493,7 @@ fn a_wrapped_2026_07_28_servers_rounds_pass_through_under_its_own_keys() {
         "{}",
         show(&good)
     );
-    let _ = fixture.kill();
-    let _ = fixture.wait();
+    drop(native);
 }
 
 #[test]

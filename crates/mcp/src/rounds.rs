@@ -12,6 +12,13 @@
 //!   ([`Asker::preset`]). Nothing is kept: any replica with the same key can continue it.
 //! - **suspended** (a wrapped server's requests): the wrapped server waits mid-call in a
 //!   process of this replica, so the call is parked here until the retry answers.
+//!
+//! A client may also answer a wrapped 2026-07-28 server's question before it is asked
+//! (`inputResponses` on a first request, without a `requestState`, under the key the
+//! server uses): such an answer ([`Asker::new`]'s `upfront`) is given, once, to the
+//! question the server then asks under that key, so the call completes without a round.
+//! Only a wrapped server's own keys ([`usable_key`]) are taken up front; toolhost's own
+//! questions (approvals) are answered only through a sealed state.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -91,6 +98,7 @@ pub(crate) struct Asker {
     asks: mpsc::Sender<Ask>,
     capabilities: ClientCapabilities,
     preset: Arc<BTreeMap<String, Value>>,
+    upfront: Arc<Mutex<BTreeMap<String, Value>>>,
     missing: Missing,
     parked: Parked,
 }
@@ -115,11 +123,14 @@ impl Parked {
 
 impl Asker {
     /// An asker sending to `asks`, for a client that declared `capabilities` in the
-    /// request's `_meta`, with the answers to restartable asks it already gave.
+    /// request's `_meta`, with the answers to restartable asks it already gave (`preset`)
+    /// and those it gave up front to questions a wrapped server may ask (`upfront`, by
+    /// the server's key; each used once).
     pub fn new(
         asks: mpsc::Sender<Ask>,
         capabilities: ClientCapabilities,
         preset: BTreeMap<String, Value>,
+        upfront: BTreeMap<String, Value>,
         missing: Missing,
         parked: Parked,
     ) -> Self {
@@ -127,6 +138,7 @@ impl Asker {
             asks,
             capabilities,
             preset: Arc::new(preset),
+            upfront: Arc::new(Mutex::new(upfront)),
             missing,
             parked,
         }
@@ -152,18 +164,35 @@ impl Asker {
         self.preset.get(key)
     }
 
-    /// Asks `request` and waits for the client's answer, at most `timeout`.
+    /// The answer given up front to a wrapped server's question `key`, taken (a second
+    /// question under the same key is asked).
+    fn take_upfront(&self, key: &str) -> Option<Value> {
+        if !usable_key(key) {
+            return None;
+        }
+        self.upfront
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key)
+    }
+
+    /// Asks `request` and waits for the client's answer, at most `timeout`; a wrapped
+    /// server's question answered up front is not asked.
     pub async fn ask(
         &self,
         request: InputRequest,
         what: &str,
         timeout: Duration,
     ) -> Result<Value, ErrorData> {
+        let key = INPUT_KEY.try_with(Clone::clone).ok();
+        if let Some(given) = key.as_deref().and_then(|k| self.take_upfront(k)) {
+            return Ok(given);
+        }
         let (reply, answer) = oneshot::channel();
         let ask = Ask {
             request,
             restartable: None,
-            key: INPUT_KEY.try_with(Clone::clone).ok(),
+            key,
             reply,
         };
         if self.asks.send(ask).await.is_err() {

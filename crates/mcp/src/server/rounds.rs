@@ -22,7 +22,9 @@
 //!   at most [`MAX_ASKS_PER_ROUND`]; further ones are refused to whoever asked.
 //! - Answers (`inputResponses`) are untrusted: only those to the questions of the round
 //!   the state names are used, each must be an object, and keys the round did not ask
-//!   for are ignored. A round whose answers are missing is asked again.
+//!   for are ignored. A round whose answers are missing is asked again. A first request
+//!   (no state) may answer a wrapped server's questions up front ([`upfront`]): each is
+//!   used once, for the question that server asks under that key.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -120,6 +122,8 @@ struct Fresh<'a> {
     round: u32,
     capabilities: ClientCapabilities,
     session: &'a str,
+    /// Answers given up front to a wrapped server's questions ([`upfront`]).
+    upfront: BTreeMap<String, Value>,
 }
 
 /// The client's answer when the work ended: its result, or -32021 when it failed after
@@ -212,6 +216,35 @@ fn bad_state(e: RequestStateError) -> ErrorData {
     ErrorData::invalid_params(format!("requestState refused: {why}"), None)
 }
 
+/// The answers a first request (no `requestState`) gives up front, to questions a wrapped
+/// 2026-07-28 server may ask under these keys: those under a wrapped server's kind of key
+/// ([`crate::rounds::usable_key`]; others, toolhost's own among them, are ignored), at
+/// most [`MAX_ASKS_PER_ROUND`] of them. Each must be an object, as an answer asked for.
+fn upfront(responses: Option<&InputResponses>) -> Result<BTreeMap<String, Value>, ErrorData> {
+    let mut taken = BTreeMap::new();
+    for (key, v) in responses.into_iter().flatten() {
+        if !crate::rounds::usable_key(key) || taken.len() == MAX_ASKS_PER_ROUND {
+            continue;
+        }
+        if !v.is_object() {
+            return Err(not_an_object(key, v));
+        }
+        taken.insert(key.clone(), v.clone());
+    }
+    Ok(taken)
+}
+
+fn not_an_object(key: &str, v: &Value) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "inputResponses[{}] must be an object (the result of the request asked), not {}",
+            Value::String(key.to_string()),
+            toolhost_core::tools::json_kind(v)
+        ),
+        None,
+    )
+}
+
 fn refused(message: impl Into<String>) -> ErrorData {
     ErrorData::invalid_request(message.into(), None)
 }
@@ -267,7 +300,8 @@ impl Rounds {
     {
         self.sweep();
         let Some(sealed) = state else {
-            let run = Fresh { binding, round: 0, capabilities, session };
+            let upfront = upfront(responses)?;
+            let run = Fresh { binding, round: 0, capabilities, session, upfront };
             return self.fresh(run, BTreeMap::new(), request, start).await;
         };
         let state: State = self
@@ -279,14 +313,7 @@ impl Rounds {
         let responses = responses.unwrap_or(&empty);
         for key in &state.keys {
             if let Some(v) = responses.get(key).filter(|v| !v.is_object()) {
-                return Err(ErrorData::invalid_params(
-                    format!(
-                        "inputResponses[{}] must be an object (the result of the request asked), not {}",
-                        Value::String(key.clone()),
-                        toolhost_core::tools::json_kind(v)
-                    ),
-                    None,
-                ));
+                return Err(not_an_object(key, v));
             }
         }
         let Some(id) = state.park else {
@@ -295,7 +322,13 @@ impl Rounds {
                 .iter()
                 .filter_map(|k| responses.get(k).map(|v| (k.clone(), v.clone())))
                 .collect();
-            let run = Fresh { binding, round: state.round, capabilities, session };
+            let run = Fresh {
+                binding,
+                round: state.round,
+                capabilities,
+                session,
+                upfront: BTreeMap::new(),
+            };
             return self.fresh(run, preset, request, start).await;
         };
         let parked = self
@@ -357,7 +390,14 @@ impl Rounds {
         let (tx, asks) = mpsc::channel(MAX_ASKS_PER_ROUND);
         let missing = Missing::default();
         let flag = ParkedFlag::default();
-        let asker = Asker::new(tx, run.capabilities, preset, missing.clone(), flag.clone());
+        let asker = Asker::new(
+            tx,
+            run.capabilities,
+            preset,
+            run.upfront,
+            missing.clone(),
+            flag.clone(),
+        );
         let client = DownstreamClient::rounds(asker, run.session);
         // The work outlives the request that started it (it may be parked for the next
         // round), so it has a cancellation of its own.

@@ -126,3 +126,82 @@ async fn a_suspended_round_parks_the_call_until_answered() {
     );
     assert!(out.contains(r#"\"ok\":true"#), "{out}");
 }
+
+/// A wrapped server's question under its own key, answered up front by a first request
+/// (no state): the call completes without a round; the answer is used once (a second
+/// question under the key is asked); toolhost's own key is never taken up front; an
+/// up-front answer that is not an object is refused before anything runs.
+#[tokio::test]
+async fn an_answer_given_up_front_is_used_once_for_its_key() {
+    let rounds = Rounds::new(None).unwrap();
+    let stop = CancellationToken::new();
+    let bind = binding("p", "tools/call", "t", &json!({}));
+    let asks = |times: usize| {
+        move |client: DownstreamClient, _c: CancellationToken| async move {
+            let mut got = Vec::new();
+            for _ in 0..times {
+                let ask = client.elicit(form(), Duration::from_secs(30));
+                let r = crate::rounds::INPUT_KEY.scope("user_name".into(), ask).await?;
+                got.push(serde_json::to_string(&r.content).unwrap());
+            }
+            done(format!("got {}", got.join(" ")))
+        }
+    };
+    let answers: InputResponses = [
+        ("user_name".to_string(), json!({"action": "accept", "content": {"ok": true}})),
+        ("unknown_extra_key".to_string(), json!({"action": "accept", "content": {"foo": 1}})),
+    ]
+    .into();
+    let out = text(
+        rounds
+            .run(bind, None, Some(&answers), caps(), "s", &stop, asks(1))
+            .await
+            .unwrap(),
+    );
+    assert!(out.contains(r#"\"ok\":true"#), "{out}");
+    assert_eq!(rounds.parked(), 0);
+
+    // Used once: the second question under the key is asked.
+    let second = input(
+        rounds
+            .run(bind, None, Some(&answers), caps(), "s", &stop, asks(2))
+            .await
+            .unwrap(),
+    );
+    let keys: Vec<_> = second.input_requests.unwrap().into_keys().collect();
+    assert_eq!(keys, ["user_name"]);
+    assert_eq!(rounds.parked(), 1);
+
+    // toolhost's approval is not answered up front: it is asked.
+    let approval = |client: DownstreamClient, _c: CancellationToken| async move {
+        let r = client
+            .elicit_before_running(crate::rounds::APPROVAL_INPUT_KEY, form(), Duration::from_secs(5))
+            .await?;
+        done(format!("answered {:?}", r.action))
+    };
+    let pre: InputResponses = [(
+        crate::rounds::APPROVAL_INPUT_KEY.to_string(),
+        json!({"action": "accept"}),
+    )]
+    .into();
+    let asked = input(rounds.run(bind, None, Some(&pre), caps(), "s", &stop, approval).await.unwrap());
+    assert!(asked.input_requests.unwrap().contains_key(crate::rounds::APPROVAL_INPUT_KEY));
+
+    // Not an object: refused, nothing run.
+    let bad: InputResponses = [("user_name".to_string(), json!(12345))].into();
+    let e = rounds
+        .run(bind, None, Some(&bad), caps(), "s", &stop, asks(1))
+        .await
+        .err()
+        .unwrap();
+    assert!(e.message.contains("must be an object"), "{e:?}");
+
+    // A good call after all of it.
+    let out = text(
+        rounds
+            .run(bind, None, Some(&answers), caps(), "s", &stop, asks(1))
+            .await
+            .unwrap(),
+    );
+    assert!(out.contains(r#"\"ok\":true"#), "{out}");
+}
