@@ -65,23 +65,7 @@ const EXPECTED_FAILURES_2026: &[(&str, &str)] = &[];
 
 /// Required 2026-07-28 client scenarios (`client --requirements 2026-07-28`) that fail,
 /// with the reason (also in docs/mcp.md).
-const CLIENT_EXPECTED_FAILURES_2026: &[(&str, &str)] = &[
-    (
-        "auth/scope-step-up",
-        "at the 2026-07-28 wire the first `tools/list` already needs the stepped-up scope, \
-         and `toolhost call --login` only steps up for a call",
-    ),
-    (
-        "auth/authorization-server-migration",
-        "toolhost keeps the client registration of the first authorization server; it does \
-         not register again when the protected resource names a new one",
-    ),
-    (
-        "http-custom-headers",
-        "`sep-2243-client-omit-null`: the scenario calls with `verbose: null` where the \
-         tool's schema says boolean; toolhost validates arguments and refuses the call",
-    ),
-];
+const CLIENT_EXPECTED_FAILURES_2026: &[(&str, &str)] = &[];
 
 /// The client's OAuth scenarios (`auth/*`) that toolhost passes: `toolhost mcp login
 /// --headless` then `toolhost list` (`fixtures/conformance_client.sh`).

@@ -194,6 +194,36 @@ fn a_server_that_asks_for_scope_it_cannot_be_given_gets_no_login_loop_then_step_
     let _ = std::fs::remove_dir_all(&dir2);
 }
 
+/// A server that refuses every login when toolhost connects (HTTP 401): `call --login`
+/// logs in again once, then gives up with the warning; no login loop. A good server's
+/// call follows.
+#[test]
+fn a_server_that_refuses_every_login_gets_one_more_login_not_a_loop() {
+    let Some(suite) = peers::suite() else { return };
+    let server = Hostile::start(&suite.node(), "refuse");
+    let dir = setup("refuse", &server.url, "");
+    login(&dir);
+    let out = call(&dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert_eq!(
+        err.matches("refused the stored login: logging in again")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("HTTP 401"), "{err}");
+    assert_eq!(server.stats()["authorize"], 2, "{}", server.stats());
+
+    let good = Hostile::start(&suite.node(), "stepup");
+    let dir2 = setup("refuse-then-good", &good.url, "");
+    login(&dir2);
+    let out = call(&dir2);
+    assert!(out.status.success(), "{}", show(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&dir2);
+}
+
 /// `toolhost call whoami` as a machine client, its secret in `H_SECRET`.
 fn machine_call(dir: &Path) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));

@@ -320,23 +320,41 @@ impl Default for LoginOptions {
     }
 }
 
-/// The `WWW-Authenticate` challenge of the server's answer to an unauthenticated
-/// `initialize` (`None` when it sent none, or did not answer 401).
+/// The `WWW-Authenticate` challenge of the server's answer to an unauthenticated first
+/// request (`None` when it sent none, or did not answer 401): `initialize`, and when
+/// that is refused otherwise than with a 401 (a server of the 2026-07-28 revision has no
+/// `initialize`), `server/discover` as that revision sends it.
 async fn probe_challenge(server: &str, url: &str) -> Result<Option<String>, OAuthError> {
     let client = reqwest::Client::builder()
         .timeout(HEADLESS_REQUEST_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| flow(server, "discovery", e))?;
-    let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"toolhost","version":"0"}}}"#;
+    let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"toolhost","version":"0"}}}"#;
     let resp = client
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .body(body)
+        .body(initialize)
         .send()
         .await
         .map_err(|e| flow(server, "discovery", e))?;
+    let status = resp.status();
+    let resp = if status.is_success() || status == reqwest::StatusCode::UNAUTHORIZED {
+        resp
+    } else {
+        let discover = r#"{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"toolhost","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "server/discover")
+            .body(discover)
+            .send()
+            .await
+            .map_err(|e| flow(server, "discovery", e))?
+    };
     if resp.status() != reqwest::StatusCode::UNAUTHORIZED {
         return Ok(None);
     }

@@ -30,11 +30,12 @@ pub struct CallArgs {
     #[arg(long)]
     pub yes: bool,
     /// When a server asks for more OAuth scope during the call (HTTP 403
-    /// `insufficient_scope`): `browser` shows the authorization URL (and opens a browser)
-    /// and waits for the login, then calls again; `headless` follows the URL's redirects
-    /// without a person (automation, for authorization servers that approve without
-    /// asking); `never` fails, saying what to do. Default: `browser` on a terminal, else
-    /// `never`.
+    /// `insufficient_scope`), or refuses the stored login when toolhost connects (HTTP
+    /// 401: expired beyond refresh, or the server moved to another authorization server):
+    /// `browser` shows the authorization URL (and opens a browser) and waits for the
+    /// login, then goes on; `headless` follows the URL's redirects without a person
+    /// (automation, for authorization servers that approve without asking); `never`
+    /// fails, saying what to do. Default: `browser` on a terminal, else `never`.
     #[arg(long, value_enum, value_name = "HOW")]
     pub login: Option<LoginMode>,
     /// Append this call's audit record (one JSON line) to FILE; off by default for
@@ -54,13 +55,53 @@ pub enum LoginMode {
     Never,
 }
 
+/// The registry for the call. A server that refused its stored login when toolhost
+/// connected (HTTP 401) is logged in to again, when `login` allows, and everything is
+/// loaded once more; a second refusal stays a warning, as any server that is down.
+async fn registry_logged_in(
+    args: &CallArgs,
+    login: LoginMode,
+) -> anyhow::Result<toolhost::tools::ToolRegistry> {
+    let (registry, _problems, report) =
+        super::common::build_registry_with_trust(&args.host).await?;
+    if login == LoginMode::Never || report.mcp_unauthorized.is_empty() {
+        return Ok(registry);
+    }
+    let config = super::common::load_config(&args.host)?;
+    let refused: Vec<&String> = report
+        .mcp_unauthorized
+        .iter()
+        .filter(|name| super::mcp::uses_stored_login(&config, name))
+        .collect();
+    if refused.is_empty() {
+        return Ok(registry);
+    }
+    let how = super::mcp::LoginHow {
+        headless: login == LoginMode::Headless,
+        no_browser: false,
+        timeout: std::time::Duration::from_secs(300),
+        scopes: Vec::new(),
+    };
+    for name in refused {
+        eprintln!("MCP server {name} refused the stored login: logging in again");
+        super::mcp::log_in(&args.host, name, &how).await?;
+    }
+    drop(registry);
+    Ok(super::common::build_registry(&args.host).await?.0)
+}
+
 /// Runs `toolhost call`.
 pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments: serde_json::Value = serde_json::from_str(&args.json)
         .with_context(|| format!("the arguments are not valid JSON: {}", args.json))?;
-    let (registry, _problems) = super::common::build_registry(&args.host).await?;
-    let console: Arc<std::sync::Mutex<()>> = Arc::default();
     let terminal = std::io::stdin().is_terminal();
+    let login = args.login.unwrap_or(if terminal {
+        LoginMode::Browser
+    } else {
+        LoginMode::Never
+    });
+    let registry = registry_logged_in(&args, login).await?;
+    let console: Arc<std::sync::Mutex<()>> = Arc::default();
     let approver: Arc<dyn Approver> = if args.yes {
         Arc::new(StaticApprover(ApprovalDecision::AllowOnce))
     } else if terminal {
@@ -83,11 +124,6 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     } else {
         LocalUser::default()
     };
-    let login = args.login.unwrap_or(if terminal {
-        LoginMode::Browser
-    } else {
-        LoginMode::Never
-    });
     match login {
         LoginMode::Browser => {
             let open = std::io::stderr().is_terminal();

@@ -95,6 +95,8 @@ pub struct TrustReport {
     pub mcp: Vec<McpWithheld>,
     /// Enabled MCP servers that did not connect (their problems are in the warnings).
     pub mcp_down: Vec<String>,
+    /// Those of `mcp_down` that refused their credential (HTTP 401).
+    pub mcp_unauthorized: Vec<String>,
     /// The MCP servers connected (for the gateway of `serve`).
     pub mcp_clients: Vec<toolhost::mcp::McpClient>,
     /// The plugins registered (for live reload to go on from).
@@ -165,6 +167,7 @@ pub async fn load_all(
             plugins,
             mcp,
             mcp_down: loaded.down,
+            mcp_unauthorized: loaded.unauthorized,
             mcp_clients: loaded.clients,
             folder,
         },

@@ -68,8 +68,40 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn run_login(args: LoginArgs) -> anyhow::Result<ExitCode> {
-    let config = super::common::load_config(&args.host)?;
-    let name = args.name.as_str();
+    let how = LoginHow {
+        headless: args.headless,
+        no_browser: args.no_browser,
+        timeout: Duration::from_secs(args.timeout.max(1)),
+        scopes: args.scopes.clone(),
+    };
+    log_in(&args.host, &args.name, &how).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How [`log_in`] gets the person (or nobody) through the login.
+#[derive(Debug, Clone)]
+pub(super) struct LoginHow {
+    /// Follow the authorization URL's redirects instead of asking a person.
+    pub headless: bool,
+    /// Only print the authorization URL.
+    pub no_browser: bool,
+    /// How long to wait for the login to finish.
+    pub timeout: Duration,
+    /// Scopes to ask for; empty: the config's, else what the server names.
+    pub scopes: Vec<String>,
+}
+
+/// Logs in to the MCP server `name` of the config (`toolhost mcp login`, and `toolhost
+/// call` when a server refuses its stored login): the server's authorization server is
+/// found again from what the server says now, and toolhost registers there anew when
+/// it registers dynamically, so a server that moved to another authorization server is
+/// never sent the old one's client or credentials.
+pub(super) async fn log_in(
+    host: &super::HostArgs,
+    name: &str,
+    how: &LoginHow,
+) -> anyhow::Result<()> {
+    let config = super::common::load_config(host)?;
     let Some(server) = config.mcp.servers.get(name) else {
         bail!("no MCP server {name:?} in the config ([mcp.servers.{name}])");
     };
@@ -89,19 +121,19 @@ async fn run_login(args: LoginArgs) -> anyhow::Result<ExitCode> {
              toolhost gets its tokens itself, there is nothing to log in to"
         );
     }
-    let scopes = if args.scopes.is_empty() {
+    let scopes = if how.scopes.is_empty() {
         client.scopes.clone()
     } else {
-        args.scopes.clone()
+        how.scopes.clone()
     };
     let store = OAuthStore::default_location()?;
     let options = LoginOptions {
-        headless: args.headless,
-        timeout: Duration::from_secs(args.timeout.max(1)),
+        headless: how.headless,
+        timeout: how.timeout,
         scopes,
         client,
     };
-    let open = !args.headless && !args.no_browser && std::io::stderr().is_terminal();
+    let open = !how.headless && !how.no_browser && std::io::stderr().is_terminal();
     login(name, url, &store, &options, |auth_url| {
         eprintln!(
             "To log in to MCP server {name}, open this URL in a browser:\n\n  {}\n",
@@ -110,10 +142,10 @@ async fn run_login(args: LoginArgs) -> anyhow::Result<ExitCode> {
         if open {
             open_browser(auth_url);
         }
-        if !args.headless {
+        if !how.headless {
             eprintln!(
                 "Waiting for the authorization (up to {} s)...",
-                args.timeout
+                how.timeout.as_secs()
             );
         }
     })
@@ -123,7 +155,29 @@ async fn run_login(args: LoginArgs) -> anyhow::Result<ExitCode> {
         "Logged in to MCP server {name}; credentials stored in {}",
         path.display()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
+}
+
+/// Whether the MCP server `name` of `config` authenticates with a login stored by
+/// `toolhost mcp login` (a `url` server, not a machine client, with no bearer token or
+/// `Authorization` header of the operator's, and a login on file).
+pub(super) fn uses_stored_login(config: &toolhost::config::HostConfig, name: &str) -> bool {
+    let Some(server) = config.mcp.servers.get(name) else {
+        return false;
+    };
+    let operator_token = server.bearer_token_env.is_some()
+        || server.bearer_token_file.is_some()
+        || server
+            .headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"));
+    let machine = server
+        .oauth_client()
+        .is_ok_and(|c| c.grant == toolhost::mcp::oauth::OAuthGrant::ClientCredentials);
+    let stored = OAuthStore::default_location()
+        .and_then(|s| s.path(name))
+        .is_ok_and(|p| p.exists());
+    server.url.is_some() && !operator_token && !machine && stored
 }
 
 fn run_logout(args: LogoutArgs) -> anyhow::Result<ExitCode> {

@@ -45,6 +45,8 @@ pub struct McpLoad {
     pub problems: Vec<LoadProblem>,
     /// The (enabled) servers that did not connect at all.
     pub down: Vec<String>,
+    /// Those of `down` that answered HTTP 401: their credential was refused.
+    pub unauthorized: Vec<String>,
     /// The connected clients (for the gateway of `serve`).
     pub clients: Vec<crate::mcp::McpClient>,
 }
@@ -96,12 +98,26 @@ pub async fn connect_mcp(
         .map(|p| p.server.clone())
         .collect();
     down.dedup();
+    let unauthorized = problems
+        .iter()
+        .filter(|p| {
+            matches!(
+                &p.error,
+                crate::mcp::McpLoadError::Client(crate::mcp::McpClientError::Unauthorized {
+                    status: 401,
+                    ..
+                })
+            )
+        })
+        .map(|p| p.server.clone())
+        .collect();
     let problems = problems.iter().map(crate::loader::mcp_problem).collect();
     let withheld = withheld.lock().unwrap_or_else(|e| e.into_inner()).clone();
     McpLoad {
         withheld,
         problems,
         down,
+        unauthorized,
         clients,
     }
 }

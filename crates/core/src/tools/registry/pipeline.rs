@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::call::{ToolCall, ToolInvocation};
 use super::entry::ToolEntry;
-use super::validate::validation_error;
+use super::validate::{validation_error, without_optional_nulls};
 use super::{ToolRegistry, read};
 use crate::tools::base::{ToolContext, ToolOutput, ToolSource};
 use crate::tools::content::{ContentBlock, ContentLimits, check_content};
@@ -228,18 +228,28 @@ impl ToolRegistry {
         // Stage 2: validation. Models often send `null` or nothing for argument-less
         // tools; treat that as `{}` and let the schema decide.
         let empty = Value::Object(Default::default());
-        let args = if arguments.is_null() {
+        let mut args = if arguments.is_null() {
             &empty
         } else {
             arguments
         };
         // Each stage is a span of its own under the call's (traces, host/src/telemetry.rs).
         let invalid = tracing::info_span!("validate").in_scope(|| validation_error(entry, args));
+        // Optional parameters given as `null` are left out when that makes the call valid.
+        let nulls_dropped;
         if let Some(why) = invalid {
-            return (
-                Err(ToolError::InvalidArguments(entry.name.clone(), why)),
-                false,
-            );
+            match without_optional_nulls(entry, args) {
+                Some(fixed) => {
+                    nulls_dropped = fixed;
+                    args = &nulls_dropped;
+                }
+                None => {
+                    return (
+                        Err(ToolError::InvalidArguments(entry.name.clone(), why)),
+                        false,
+                    );
+                }
+            }
         }
 
         // Stage 3: the permission gate (policy, hooks, approval; `registry/approval.rs`).

@@ -1,5 +1,12 @@
 //! Pipeline stage 2: the arguments against the tool's JSON Schema (compiled once, at
 //! registration). The error names each failing path and why, at most five of them.
+//!
+//! Models often write `null` for an optional parameter they mean to leave out (some
+//! structured-output modes make every property required and nullable). When the
+//! arguments fail only because of such nulls, the call goes ahead without them
+//! ([`without_optional_nulls`]): a top-level property whose `null` the schema refuses,
+//! and that it does not require, is dropped, and the rest must pass the schema. A
+//! property whose schema allows `null` keeps it.
 
 use serde_json::Value;
 
@@ -52,4 +59,41 @@ pub(super) fn validation_error(entry: &ToolEntry, args: &Value) -> Option<String
         s.push_str(&format!("; and {more} more problem(s)"));
     }
     Some(s)
+}
+
+/// `args` without the top-level `null` values the schema refuses, for properties it does
+/// not list as `required`, when that copy passes `entry`'s schema; else `None`.
+pub(super) fn without_optional_nulls(entry: &ToolEntry, args: &Value) -> Option<Value> {
+    let Value::Object(given) = args else {
+        return None;
+    };
+    let required: Vec<&str> = entry
+        .parameters
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    // The properties whose own `null` the schema refuses (an error at `/name` itself).
+    let refused: Vec<String> = entry
+        .validator
+        .iter_errors(args)
+        .filter(|e| e.instance().is_null())
+        .filter_map(|e| {
+            let path = e.instance_path().to_string();
+            let name = path.strip_prefix('/')?;
+            // One level deep only; `~0`/`~1` are a pointer's escapes of `~` and `/`.
+            (!name.contains('/')).then(|| name.replace("~1", "/").replace("~0", "~"))
+        })
+        .filter(|name| !required.contains(&name.as_str()))
+        .collect();
+    if refused.is_empty() {
+        return None;
+    }
+    let kept: serde_json::Map<String, Value> = given
+        .iter()
+        .filter(|(k, _)| !refused.contains(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let kept = Value::Object(kept);
+    entry.validator.is_valid(&kept).then_some(kept)
 }
