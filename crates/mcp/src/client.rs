@@ -25,6 +25,7 @@ mod connection;
 mod features;
 mod hooks;
 mod http_client;
+mod listen;
 mod rounds;
 mod routes;
 mod transport;

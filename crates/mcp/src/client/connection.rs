@@ -28,6 +28,8 @@ pub(super) struct Conn {
     pub(super) protocol: String,
     /// The credential the handshake sent (what a later 401 refused).
     pub(super) credential: Credential,
+    /// The `subscriptions/listen` of a 2026-07-28 connection, stopped with it.
+    pub(super) _listening: Option<super::listen::Listening>,
 }
 
 impl Conn {

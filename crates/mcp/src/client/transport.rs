@@ -548,12 +548,25 @@ impl McpClient {
             .map(|i| i.protocol_version.to_string())
             .unwrap_or_default();
         tracing::debug!(%protocol, "MCP connected");
+        // A 2026-07-28 server's own notifications come only on a `subscriptions/listen`.
+        let listening = if protocol == ProtocolVersion::V_2026_07_28.to_string() {
+            let hooks = service.service();
+            super::listen::follow(
+                hooks.server.clone(),
+                service.peer().clone(),
+                hooks.changed.clone(),
+                hooks.events.clone(),
+            )
+        } else {
+            None
+        };
         Conn {
             service,
             child,
             state,
             protocol,
             credential,
+            _listening: listening,
         }
     }
 }

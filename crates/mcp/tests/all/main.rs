@@ -19,6 +19,7 @@ mod gateway;
 mod http_auth;
 mod http_limits;
 mod keepalive;
+mod listen_hostile;
 mod oauth_discovery;
 mod sandbox;
 mod server;

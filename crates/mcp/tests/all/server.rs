@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use toolhost_core::tools::{
     DynamicTool, Permission, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
+use toolhost_mcp::config::McpProtocol;
 use toolhost_mcp::{McpClient, McpServeError, McpServer, McpTransport};
 
 use crate::support;
@@ -99,12 +100,29 @@ async fn eventually(mut cond: impl AsyncFnMut() -> bool) -> bool {
 
 #[tokio::test]
 async fn http_server_lists_calls_reports_errors_progress_cancel_and_list_changed() {
+    lists_calls_and_follows_changes(McpProtocol::Initialize).await;
+}
+
+/// The same at the 2026-07-28 revision: stateless requests, and the list change reaches
+/// the client through its `subscriptions/listen`.
+#[tokio::test]
+async fn at_2026_07_28_the_client_follows_list_changes_through_listen() {
+    lists_calls_and_follows_changes(McpProtocol::Discover).await;
+}
+
+async fn lists_calls_and_follows_changes(protocol: McpProtocol) {
     let cancelled = Arc::new(AtomicBool::new(false));
     let reg = registry(cancelled.clone());
     let (addr, stop) = start(reg.clone()).await;
-    let client =
-        McpClient::new("self", McpTransport::http(format!("http://{addr}/mcp"))).with_timeout(10);
+    let client = McpClient::new("self", McpTransport::http(format!("http://{addr}/mcp")))
+        .with_timeout(10)
+        .with_protocol(protocol);
     client.connect().await.unwrap();
+    let expected = match protocol {
+        McpProtocol::Discover => "2026-07-28",
+        _ => "2025-11-25",
+    };
+    assert_eq!(client.protocol_version().await.as_deref(), Some(expected));
 
     // tools/list: schemas and annotations derived from permissions.
     let tools = client.tools().await.unwrap();
