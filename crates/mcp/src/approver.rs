@@ -32,8 +32,8 @@ use toolhost_core::tools::{
 };
 
 use crate::DownstreamClient;
-use crate::rounds::APPROVAL_INPUT_KEY;
 use crate::attribution::{APPROVAL_MARKER, SOURCE_META_KEY, SOURCE_TOOLHOST};
+use crate::rounds::APPROVAL_INPUT_KEY;
 
 /// The most bytes of a call's arguments (as JSON) shown in the question.
 pub const MAX_SHOWN_ARGUMENT_BYTES: usize = 2000;

@@ -104,7 +104,6 @@ pub fn tag(name: &str) -> String {
     }
 }
 
-
 /// Escapes a line's controls, newlines included, and invisible characters.
 fn escape_line_all(s: &str) -> String {
     let s = toolhost_core::tools::escape::escape_line(s);

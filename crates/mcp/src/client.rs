@@ -30,8 +30,8 @@ mod rounds;
 mod routes;
 mod transport;
 
-pub(crate) use routes::Route;
 use routes::Pending;
+pub(crate) use routes::Route;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -512,7 +512,11 @@ impl McpClient {
             .send_request_with_option(request, PeerRequestOptions::with_timeout(self.cfg.timeout))
             .await;
         if let Ok(h) = &sent {
-            let mut map = self.shared.progress.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self
+                .shared
+                .progress
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             let filed = map.remove(&pending.token);
             map.insert(h.progress_token.clone(), filed.unwrap_or_else(route));
         }

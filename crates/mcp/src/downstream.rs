@@ -32,9 +32,9 @@ use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, InputRequest, ListRootsRequest,
     ListRootsResult, RequestMetaObject, ServerRequest,
 };
+use rmcp::service::{Peer, RoleServer, ServiceError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use rmcp::service::{Peer, RoleServer, ServiceError};
 use toolhost_core::tools::ToolContext;
 
 /// The client of an MCP session of `serve`. Cheap to clone.

@@ -191,7 +191,10 @@ pub(crate) fn init_error_text(e: &rmcp::service::ClientInitializeError) -> Strin
             server_supported,
         } => {
             let list = |v: &[rmcp::model::ProtocolVersion]| {
-                v.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+                v.iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
             format!(
                 "no protocol version in common (toolhost speaks {}; the server {})",

@@ -30,44 +30,71 @@
 pub mod stdio;
 pub use stdio::StdioLimits;
 
-/// Its items only with the `runtime` feature (on by default): everything but the stdio
-/// framing, which is all the fuzz targets build.
-macro_rules! runtime {
-    ($($item:item)*) => { $(#[cfg(feature = "runtime")] $item)* };
-}
-
-runtime! {
-    pub mod approver;
-    pub mod attribution;
-    pub mod client;
-    pub mod config;
-    pub mod content;
-    pub mod downstream;
-    mod error;
-    pub mod form;
-    pub mod gateway;
-    pub mod info;
-    pub mod oauth;
-    pub mod rating;
-    pub mod rounds;
-    pub mod sandbox;
-    pub mod server;
-    mod sync;
-    pub mod tool;
-    mod trace;
-    pub use approver::ClientApprover;
-    pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
-    pub use config::{McpConfig, McpProtocol, McpServerConfig};
-    pub use downstream::{DownstreamClient, LocalLogin, LocalUser};
-    pub use error::{
-        McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
-    };
-    pub use gateway::{Gateway, GatewayError, GatewayEvent};
-    pub use info::{McpToolAnnotations, McpToolInfo};
-    pub use oauth::{LoginOptions, OAuthClientIdentity, OAuthError, OAuthStore};
-    pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};
-    pub use sandbox::{McpSandbox, McpSandboxError};
-    pub use server::McpServer;
-    pub use sync::{McpRegistered, ToolFilter};
-    pub use tool::McpTool;
-}
+// The items below need the `runtime` feature (everything but the stdio framing, which is
+// all the fuzz targets build). Each carries its own `cfg` rather than one macro around
+// them all: rustfmt does not enter a macro's body, so the modules declared inside one went
+// unformatted and unchecked by `cargo fmt --check`.
+#[cfg(feature = "runtime")]
+pub mod approver;
+#[cfg(feature = "runtime")]
+pub mod attribution;
+#[cfg(feature = "runtime")]
+pub mod client;
+#[cfg(feature = "runtime")]
+pub mod config;
+#[cfg(feature = "runtime")]
+pub mod content;
+#[cfg(feature = "runtime")]
+pub mod downstream;
+#[cfg(feature = "runtime")]
+mod error;
+#[cfg(feature = "runtime")]
+pub mod form;
+#[cfg(feature = "runtime")]
+pub mod gateway;
+#[cfg(feature = "runtime")]
+pub mod info;
+#[cfg(feature = "runtime")]
+pub mod oauth;
+#[cfg(feature = "runtime")]
+pub mod rating;
+#[cfg(feature = "runtime")]
+pub mod rounds;
+#[cfg(feature = "runtime")]
+pub mod sandbox;
+#[cfg(feature = "runtime")]
+pub mod server;
+#[cfg(feature = "runtime")]
+mod sync;
+#[cfg(feature = "runtime")]
+pub mod tool;
+#[cfg(feature = "runtime")]
+mod trace;
+#[cfg(feature = "runtime")]
+pub use approver::ClientApprover;
+#[cfg(feature = "runtime")]
+pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
+#[cfg(feature = "runtime")]
+pub use config::{McpConfig, McpProtocol, McpServerConfig};
+#[cfg(feature = "runtime")]
+pub use downstream::{DownstreamClient, LocalLogin, LocalUser};
+#[cfg(feature = "runtime")]
+pub use error::{
+    McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
+};
+#[cfg(feature = "runtime")]
+pub use gateway::{Gateway, GatewayError, GatewayEvent};
+#[cfg(feature = "runtime")]
+pub use info::{McpToolAnnotations, McpToolInfo};
+#[cfg(feature = "runtime")]
+pub use oauth::{LoginOptions, OAuthClientIdentity, OAuthError, OAuthStore};
+#[cfg(feature = "runtime")]
+pub use rating::{DEFAULT_UNRATED_RISK, McpToolRules, RatedBy, Rating};
+#[cfg(feature = "runtime")]
+pub use sandbox::{McpSandbox, McpSandboxError};
+#[cfg(feature = "runtime")]
+pub use server::McpServer;
+#[cfg(feature = "runtime")]
+pub use sync::{McpRegistered, ToolFilter};
+#[cfg(feature = "runtime")]
+pub use tool::McpTool;

@@ -55,21 +55,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
-    ResourcesCapability, ResultType, ServerCapabilities, ServerResult, ServerConfig, SubscribeRequestParams,
-    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    PromptsCapability, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
+    ResultType, ServerCapabilities, ServerConfig, ServerResult, SubscribeRequestParams,
+    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
-use tracing::Instrument;
 use serde_json::{Value, json};
 use toolhost_core::tools::{
     Permission, RiskLevel, ServedHints, ToolContext, ToolEntry, ToolRegistry,
 };
+use tracing::Instrument;
 
 mod auth;
 mod calls;
@@ -91,12 +91,12 @@ use gateway_session::Session;
 pub use auth::BearerTokens;
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
 pub use hints::{ListHints, STATIC_LIST_TTL};
-pub(crate) use tasks::TaskAsker;
-pub use tasks::{MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER};
 pub use http::{ANY_HOST, HttpLimits, HttpServeOptions, serve_connections};
 pub use sessions::{
     CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
 };
+pub(crate) use tasks::TaskAsker;
+pub use tasks::{MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER};
 
 /// The token that stops [`McpServer::serve_http`] (tokio-util's `CancellationToken`).
 pub use tokio_util::sync::CancellationToken as StopToken;
@@ -258,7 +258,6 @@ fn tool_of(entry: &ToolEntry) -> Tool {
     tool
 }
 
-
 impl McpServer {
     /// `tools/call`, inside its span (see `call_tool`).
     async fn call_tool_traced(
@@ -274,7 +273,8 @@ impl McpServer {
         if !is_stateless(&context) {
             // The client itself travels with the call: a wrapped server's sampling or
             // elicitation request, or an approval, is asked of this client.
-            let client = crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
+            let client =
+                crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
             let cancel = context.ct.child_token();
             let result = self.call_future(name, args, client, cancel, &context).await;
             return Ok(CallToolResponse::Complete(result));
@@ -322,7 +322,6 @@ fn complete_result_type(result_type: &mut Option<ResultType>) {
     result_type.get_or_insert(ResultType::COMPLETE);
 }
 
-
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut caps = ServerCapabilities::builder()
@@ -333,9 +332,10 @@ impl ServerHandler for McpServer {
         // completions: what the wrapped servers offer (empty lists without any).
         caps.logging = Some(JsonObject::new());
         // Long tool calls as tasks (server/tasks.rs).
-        caps.extensions
-            .get_or_insert_with(Default::default)
-            .insert(rmcp::model::TASKS_EXTENSION_ID.to_string(), JsonObject::new());
+        caps.extensions.get_or_insert_with(Default::default).insert(
+            rmcp::model::TASKS_EXTENSION_ID.to_string(),
+            JsonObject::new(),
+        );
         if self.gateway.is_some() {
             let mut resources = ResourcesCapability::default();
             resources.subscribe = Some(true);
@@ -397,7 +397,9 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let span = self.request_span("tools/call", &request.name, &context);
-        self.call_tool_traced(request, context).instrument(span).await
+        self.call_tool_traced(request, context)
+            .instrument(span)
+            .await
     }
 
     async fn get_task(
@@ -413,8 +415,11 @@ impl ServerHandler for McpServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks
-            .update(&request.task_id, &principal(&context), request.input_responses)
+        self.tasks.update(
+            &request.task_id,
+            &principal(&context),
+            request.input_responses,
+        )
     }
 
     async fn cancel_task(

@@ -33,7 +33,10 @@ impl Extractor for Reading<'_> {
     }
 
     fn keys(&self) -> Vec<&str> {
-        KEYS.iter().copied().filter(|k| self.0.0.contains_key(*k)).collect()
+        KEYS.iter()
+            .copied()
+            .filter(|k| self.0.0.contains_key(*k))
+            .collect()
     }
 }
 

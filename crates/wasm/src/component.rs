@@ -270,7 +270,11 @@ impl Plugin {
                 cached: Described::Plain(plain),
             } => {
                 let (specs, refused) = plain_tools(plain, request);
-                (new_inner(engine, digest, OnceLock::new()), specs, Some(refused))
+                (
+                    new_inner(engine, digest, OnceLock::new()),
+                    specs,
+                    Some(refused),
+                )
             }
             Opened::Listed {
                 digest,
@@ -307,9 +311,9 @@ impl Plugin {
                         .ok_or_else(|| PluginError::Changed { path: name.clone() })?;
                     let derived = crate::plain::derive(engine.engine(), &component, Some(&bytes))
                         .map_err(|message| PluginError::PlainWit {
-                            path: name.clone(),
-                            message,
-                        })?;
+                        path: name.clone(),
+                        message,
+                    })?;
                     drop(bytes);
                     engine.store_describe(&digest, &Described::Plain(derived.clone()));
                     if let Some(file) = optimize {
@@ -321,30 +325,30 @@ impl Plugin {
                     }
                     (inner, specs, Some(refused))
                 } else {
-                // describe() is a pure function of the component (it runs with no
-                // grants), so its result, or a refusal that does not depend on the
-                // policy, is cached by the component's digest.
-                match run_describe(&inner).await {
-                    Ok(specs) => {
-                        engine.store_describe(&digest, &Described::Tools(specs.clone()));
-                        // Only a component that described itself is worth the
-                        // optimizing compile.
-                        if let Some(file) = optimize {
-                            optimize_later(&inner, &main_engine, file);
+                    // describe() is a pure function of the component (it runs with no
+                    // grants), so its result, or a refusal that does not depend on the
+                    // policy, is cached by the component's digest.
+                    match run_describe(&inner).await {
+                        Ok(specs) => {
+                            engine.store_describe(&digest, &Described::Tools(specs.clone()));
+                            // Only a component that described itself is worth the
+                            // optimizing compile.
+                            if let Some(file) = optimize {
+                                optimize_later(&inner, &main_engine, file);
+                            }
+                            (inner, world_tools(specs), None)
                         }
-                        (inner, world_tools(specs), None)
+                        Err(DescribeFailure::Remembered(rejection)) => {
+                            engine.store_describe(&digest, &Described::Rejected(rejection.clone()));
+                            return Err(rejection.into_error(&name));
+                        }
+                        Err(DescribeFailure::Other(message)) => {
+                            return Err(PluginError::Describe {
+                                path: name.clone(),
+                                message,
+                            });
+                        }
                     }
-                    Err(DescribeFailure::Remembered(rejection)) => {
-                        engine.store_describe(&digest, &Described::Rejected(rejection.clone()));
-                        return Err(rejection.into_error(&name));
-                    }
-                    Err(DescribeFailure::Other(message)) => {
-                        return Err(PluginError::Describe {
-                            path: name.clone(),
-                            message,
-                        });
-                    }
-                }
                 }
             }
         };

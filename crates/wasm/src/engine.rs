@@ -20,8 +20,8 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use crate::bindings;
 use crate::cache::{prepare_cache_dir, read_index, write_atomically};
 use crate::error::{EngineError, PluginError};
-use crate::sandbox::HostState;
 pub use crate::options::{Compiler, EngineOptions};
+use crate::sandbox::HostState;
 
 pub(crate) struct EngineInner {
     pub(crate) engine: Engine,
@@ -83,7 +83,10 @@ impl WasmEngine {
 
     /// An engine with these options whose spare sandboxes count against `spares` (a
     /// sibling engine shares its host engine's: one cap for the whole host).
-    fn sibling(options: EngineOptions, spares: Arc<crate::spare::Budget>) -> Result<Self, EngineError> {
+    fn sibling(
+        options: EngineOptions,
+        spares: Arc<crate::spare::Budget>,
+    ) -> Result<Self, EngineError> {
         let mut config = Config::new();
         config
             .wasm_component_model(true)

@@ -245,7 +245,11 @@ impl FolderSet {
     /// Adds `plugin` (or replaces the plugin of the same name) and renames what the rule
     /// demands. All or nothing: a plugin failing its checks or the registry's leaves the
     /// registry and the set as they were. Returns the number of tools it registered.
-    pub fn insert(&mut self, registry: &ToolRegistry, plugin: Plugin) -> Result<usize, PluginError> {
+    pub fn insert(
+        &mut self,
+        registry: &ToolRegistry,
+        plugin: Plugin,
+    ) -> Result<usize, PluginError> {
         check_plugin(&plugin)?;
         let name = plugin.name().to_string();
         if let Some(old) = self.plugins.get(&name)

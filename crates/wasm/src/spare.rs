@@ -32,9 +32,9 @@ use crate::engine::WasmEngine;
 use crate::error::StoreError;
 use crate::grant::Grant;
 use crate::sandbox::HostState;
-use toolhost_core::tools::ToolContext;
 use crate::store::{CallSpec, new_store};
 use crate::versions::{Instantiated, WorldPre};
+use toolhost_core::tools::ToolContext;
 
 /// How many spares an engine may hold, and how many it holds.
 #[derive(Debug)]
@@ -215,12 +215,12 @@ impl SpareSlot {
         {
             return;
         }
-        let (Some(held), Ok(rt)) = (budget.reserve(), tokio::runtime::Handle::try_current())
-        else {
+        let (Some(held), Ok(rt)) = (budget.reserve(), tokio::runtime::Handle::try_current()) else {
             self.building.store(false, Ordering::Release);
             return;
         };
-        let (slot, plugin, tool, grant) = (self.clone(), plugin.clone(), tool.clone(), grant.clone());
+        let (slot, plugin, tool, grant) =
+            (self.clone(), plugin.clone(), tool.clone(), grant.clone());
         rt.spawn(async move {
             let t0 = Instant::now();
             let built = match plugin.runnable() {
@@ -309,12 +309,12 @@ async fn prepare_held(
     let policy = &plugin.policy;
     call.timeout = deadline.saturating_duration_since(Instant::now());
     let mut store = new_store(plugin, engine, call).map_err(Unprepared::Store)?;
-    let instance =
-        match tokio::time::timeout_at(deadline.into(), pre.instantiate(&mut store)).await {
-            Err(_) => return Err(Unprepared::Timeout(store)),
-            Ok(Err(e)) => return Err(Unprepared::Trap(e, store)),
-            Ok(Ok(i)) => i,
-        };
+    let instance = match tokio::time::timeout_at(deadline.into(), pre.instantiate(&mut store)).await
+    {
+        Err(_) => return Err(Unprepared::Timeout(store)),
+        Ok(Err(e)) => return Err(Unprepared::Trap(e, store)),
+        Ok(Ok(i)) => i,
+    };
     let fuel_used = match store.get_fuel() {
         Ok(left) => policy.fuel.unwrap_or(u64::MAX).saturating_sub(left),
         Err(_) => 0,

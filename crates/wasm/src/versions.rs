@@ -82,7 +82,9 @@ impl WorldPre {
         Ok(match self {
             WorldPre::V1(pre) => Instantiated::V1(pre.instantiate_async(&mut *store).await?),
             WorldPre::V2(pre) => Instantiated::V2(pre.instantiate_async(&mut *store).await?),
-            WorldPre::Plain(pre) => Instantiated::Plain(pre.pre.instantiate_async(&mut *store).await?),
+            WorldPre::Plain(pre) => {
+                Instantiated::Plain(pre.pre.instantiate_async(&mut *store).await?)
+            }
         })
     }
 

@@ -91,7 +91,8 @@ impl McpClient {
         context: RequestContext<rmcp::service::RoleClient>,
     ) -> Option<serde_json::Value> {
         match request {
-            InputRequest::Elicitation(r) => match hooks.create_elicitation(r.params, context).await {
+            InputRequest::Elicitation(r) => match hooks.create_elicitation(r.params, context).await
+            {
                 Ok(a) => serde_json::to_value(a).ok(),
                 Err(e) => {
                     tracing::info!(server = %self.cfg.server, "declined the server's question: {}", e.message);

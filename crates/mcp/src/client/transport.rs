@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use rmcp::model::ProtocolVersion;
 use rmcp::service::{
     ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RoleClient,
     RunningService, ServiceExt,
 };
-use rmcp::model::ProtocolVersion;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -142,9 +142,7 @@ pub(super) fn request_auth_failure(
     e: &rmcp::service::ServiceError,
 ) -> Option<(u16, Option<String>)> {
     match e {
-        rmcp::service::ServiceError::TransportSend(error) => {
-            auth_failure_in(error.error.as_ref())
-        }
+        rmcp::service::ServiceError::TransportSend(error) => auth_failure_in(error.error.as_ref()),
         _ => None,
     }
 }
@@ -183,9 +181,7 @@ fn auth_failure_in(
 /// Whether a `WWW-Authenticate` challenge points at OAuth metadata (`resource_metadata`,
 /// as MCP authorization servers send it).
 fn names_metadata(challenge: &str) -> bool {
-    challenge
-        .to_ascii_lowercase()
-        .contains("resource_metadata")
+    challenge.to_ascii_lowercase().contains("resource_metadata")
 }
 
 /// The longest part of a server's `WWW-Authenticate` value shown in an error.

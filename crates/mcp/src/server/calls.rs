@@ -73,18 +73,21 @@ impl McpServer {
         // The call may run as a task of its own (a 2026-07-28 round): it stays in the
         // request's span.
         let span = tracing::Span::current();
-        tracing::Instrument::instrument(async move {
-            let inv = registry.invoke_call(call, &ctx).await;
-            drop(ctx);
-            if let Some(f) = forward {
-                // Let queued progress reach the client before the result.
-                let _ = tokio::time::timeout(Duration::from_millis(200), f).await;
-            }
-            match inv.output {
-                Ok(out) => success_result(out, declares_output_schema),
-                Err(e) => error_result(e.kind(), e.to_string()),
-            }
-        }, span)
+        tracing::Instrument::instrument(
+            async move {
+                let inv = registry.invoke_call(call, &ctx).await;
+                drop(ctx);
+                if let Some(f) = forward {
+                    // Let queued progress reach the client before the result.
+                    let _ = tokio::time::timeout(Duration::from_millis(200), f).await;
+                }
+                match inv.output {
+                    Ok(out) => success_result(out, declares_output_schema),
+                    Err(e) => error_result(e.kind(), e.to_string()),
+                }
+            },
+            span,
+        )
     }
 
     /// The span of one request of a client (OpenTelemetry's MCP conventions): a server

@@ -147,8 +147,7 @@ impl McpServer {
         // drain deadline), are the sessions' tasks cancelled.
         let sessions = CancellationToken::new();
         let _end_sessions = sessions.clone().drop_guard();
-        let service =
-            self.http_service_on(bound.port(), &hosts, sessions.clone(), manager.clone());
+        let service = self.http_service_on(bound.port(), &hosts, sessions.clone(), manager.clone());
         let in_flight = Arc::new(super::drain::InFlight::default());
         let mut router = axum::Router::new()
             .nest_service("/mcp", guarded(service, manager))

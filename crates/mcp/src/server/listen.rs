@@ -29,7 +29,10 @@ pub(super) fn bounded(filter: &rmcp::model::SubscriptionFilter) -> rmcp::model::
 
 /// Subscribes to the resources `context`'s filter follows: (the wrapped server's key,
 /// the URI the client knows it by).
-async fn follow(gateway: &Gateway, context: &SubscriptionContext) -> Vec<((String, String), String)> {
+async fn follow(
+    gateway: &Gateway,
+    context: &SubscriptionContext,
+) -> Vec<((String, String), String)> {
     let uris = context
         .accepted()
         .resource_subscriptions

@@ -200,7 +200,8 @@ pub(crate) fn binding(principal: &str, method: &str, name: &str, args: &Value) -
 fn canonical(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
-            let sorted: BTreeMap<&String, Value> = m.iter().map(|(k, v)| (k, canonical(v))).collect();
+            let sorted: BTreeMap<&String, Value> =
+                m.iter().map(|(k, v)| (k, canonical(v))).collect();
             Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
         }
         Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
@@ -211,7 +212,9 @@ fn canonical(v: &Value) -> Value {
 fn bad_state(e: RequestStateError) -> ErrorData {
     let why = match e {
         RequestStateError::Expired => "it has expired; call again without requestState".to_string(),
-        other => format!("it failed verification ({other}): it was not issued by this server for this request"),
+        other => format!(
+            "it failed verification ({other}): it was not issued by this server for this request"
+        ),
     };
     ErrorData::invalid_params(format!("requestState refused: {why}"), None)
 }
@@ -256,9 +259,9 @@ impl Rounds {
             Some(k) => k.to_vec(),
             None => {
                 let mut k = vec![0u8; 32];
-                getrandom::fill(&mut k).map_err(|_| RequestStateError::InvalidKeyring(
-                    "the system's random source is unavailable",
-                ))?;
+                getrandom::fill(&mut k).map_err(|_| {
+                    RequestStateError::InvalidKeyring("the system's random source is unavailable")
+                })?;
                 k
             }
         };
@@ -301,7 +304,13 @@ impl Rounds {
         self.sweep();
         let Some(sealed) = state else {
             let upfront = upfront(responses)?;
-            let run = Fresh { binding, round: 0, capabilities, session, upfront };
+            let run = Fresh {
+                binding,
+                round: 0,
+                capabilities,
+                session,
+                upfront,
+            };
             return self.fresh(run, BTreeMap::new(), request, start).await;
         };
         let state: State = self
@@ -470,7 +479,10 @@ impl Rounds {
             }
             let keys = requests.keys().cloned().collect();
             let state = self.seal(binding, round + 1, None, keys)?;
-            return Ok(Step::Input(InputRequiredResult::new(Some(requests), Some(state))));
+            return Ok(Step::Input(InputRequiredResult::new(
+                Some(requests),
+                Some(state),
+            )));
         }
         // A wrapped 2026-07-28 server's own key for its question is kept when it is
         // usable and unique in the round; otherwise (and for servers of the older
@@ -530,7 +542,10 @@ impl Rounds {
         }
         parked.flag.set(true);
         all.insert(id, parked);
-        Ok(Step::Input(InputRequiredResult::new(Some(requests), Some(state))))
+        Ok(Step::Input(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
     }
 
     fn seal(
@@ -597,12 +612,16 @@ impl Rounds {
 
 impl Drop for Rounds {
     fn drop(&mut self) {
-        for p in self.parked.get_mut().unwrap_or_else(|e| e.into_inner()).values() {
+        for p in self
+            .parked
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
             p.stop();
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests;

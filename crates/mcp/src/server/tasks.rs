@@ -33,13 +33,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResult, ClientCapabilities, CreateTaskResult, ErrorData, GetTaskResult, InputRequest,
     InputResponses,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
-use rmcp::RoleServer;
 
 /// How long a call of a task-capable client runs before it becomes a task.
 pub const TASK_AFTER: Duration = Duration::from_millis(500);
@@ -203,7 +203,9 @@ impl Tasks {
         asker: &TaskAsker,
     ) -> Result<Outcome, ErrorData> {
         let joined = |r: Result<CallToolResult, tokio::task::JoinError>| {
-            r.map_err(|e| ErrorData::internal_error(format!("the call ended abnormally: {e}"), None))
+            r.map_err(|e| {
+                ErrorData::internal_error(format!("the call ended abnormally: {e}"), None)
+            })
         };
         // Until the call is a task, it belongs to this request: a request dropped on the
         // way (the client went away) stops it rather than leaving it running unseen.
@@ -264,7 +266,10 @@ impl Tasks {
         let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
         match owners.get(id) {
             Some(o) if o == owner => Ok(()),
-            _ => Err(ErrorData::invalid_params(format!("unknown task: {id}"), None)),
+            _ => Err(ErrorData::invalid_params(
+                format!("unknown task: {id}"),
+                None,
+            )),
         }
     }
 
@@ -309,7 +314,12 @@ impl super::McpServer {
         let call = self.call_future(name, args, client, stop.clone(), context);
         let outcome = self
             .tasks
-            .run(super::calls::principal(context), tokio::spawn(call), stop, &asker)
+            .run(
+                super::calls::principal(context),
+                tokio::spawn(call),
+                stop,
+                &asker,
+            )
             .await?;
         Ok(match outcome {
             Outcome::Done(r) => rmcp::model::CallToolResponse::Complete(r),
@@ -397,6 +407,8 @@ mod tests {
         assert!(tasks.get(&ids[0], "b").is_err());
         assert!(tasks.cancel(&ids[0], "b").is_err());
         assert!(tasks.get(&ids[0], "a").is_ok());
-        tasks.cancel(&ids[0], "a").unwrap_or_else(|e| panic!("{e:?}"));
+        tasks
+            .cancel(&ids[0], "a")
+            .unwrap_or_else(|e| panic!("{e:?}"));
     }
 }

@@ -96,7 +96,10 @@ pub(crate) fn read(bytes: &[u8]) -> Docs {
         return Docs::default();
     };
     if version > 1 {
-        tracing::debug!(version, "package-docs section of an unknown version ignored");
+        tracing::debug!(
+            version,
+            "package-docs section of an unknown version ignored"
+        );
         return Docs::default();
     }
     let parsed: PackageJson = match serde_json::from_slice(json) {

@@ -348,13 +348,11 @@ fn spec(
     let signature = format!(
         "{}({}){}",
         c.func,
-        c.ty
-            .params()
+        c.ty.params()
             .map(|(n, t)| format!("{n}: {}", schema::wit_name(&t)))
             .collect::<Vec<_>>()
             .join(", "),
-        c.ty
-            .results()
+        c.ty.results()
             .next()
             .map(|t| format!(" -> {}", schema::wit_name(&t)))
             .unwrap_or_default()
@@ -465,7 +463,11 @@ pub(crate) async fn call(
 ) -> wasmtime::Result<CallResult> {
     let args: Value = match serde_json::from_str(arguments_json) {
         Ok(v) => v,
-        Err(e) => return Ok(Err(v1::ToolError::InvalidArguments(format!("not JSON: {e}")))),
+        Err(e) => {
+            return Ok(Err(v1::ToolError::InvalidArguments(format!(
+                "not JSON: {e}"
+            ))));
+        }
     };
     let engine = store.engine().clone();
     let params = match arguments(&engine, pre.pre.component(), export, &args) {
@@ -499,9 +501,7 @@ pub(crate) async fn call(
         Some(Val::Result(Err(e))) => {
             let message = match e.as_deref() {
                 None => Ok("the function returned an error (with no details)".to_string()),
-                Some(Val::String(s)) => {
-                    Ok(cut(s.clone(), limits::MAX_RESULT_BYTES))
-                }
+                Some(Val::String(s)) => Ok(cut(s.clone(), limits::MAX_RESULT_BYTES)),
                 Some(v) => to_json(v, &mut budget).map(|j| j.to_string()),
             };
             return Ok(Err(v1::ToolError::ExecutionFailed(match message {

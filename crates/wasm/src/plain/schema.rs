@@ -25,9 +25,8 @@ pub(crate) fn parameters<'a>(
     let mut properties = Map::new();
     let mut required = Vec::new();
     for (name, ty) in params {
-        let schema = schema(&ty, 1).map_err(|Unsupported(why)| {
-            Unsupported(format!("parameter `{name}` is {why}"))
-        })?;
+        let schema = schema(&ty, 1)
+            .map_err(|Unsupported(why)| Unsupported(format!("parameter `{name}` is {why}")))?;
         if !matches!(ty, Type::Option(_)) {
             required.push(Value::String(name.to_string()));
         }
@@ -77,7 +76,11 @@ pub(crate) fn schema(ty: &Type, depth: usize) -> Result<Value, Unsupported> {
                 json!({"type": "array", "items": pair})
             }
         }
-        Type::Tuple(t) => tuple(&t.types().map(|t| inner(&t)).collect::<Result<Vec<_>, _>>()?),
+        Type::Tuple(t) => tuple(
+            &t.types()
+                .map(|t| inner(&t))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
         Type::Record(r) => {
             let mut properties = Map::new();
             let mut required = Vec::new();
@@ -196,7 +199,10 @@ fn wit_name_at(ty: &Type, depth: usize) -> String {
         Type::List(l) => format!("list<{}>", n(&l.ty())),
         Type::FixedLengthList(l) => format!("list<{}, {}>", n(&l.ty()), l.len()),
         Type::Map(m) => format!("map<{}, {}>", n(&m.key()), n(&m.value())),
-        Type::Tuple(t) => format!("tuple<{}>", t.types().map(|t| n(&t)).collect::<Vec<_>>().join(", ")),
+        Type::Tuple(t) => format!(
+            "tuple<{}>",
+            t.types().map(|t| n(&t)).collect::<Vec<_>>().join(", ")
+        ),
         Type::Record(_) => "record".into(),
         Type::Variant(_) => "variant".into(),
         Type::Enum(_) => "enum".into(),

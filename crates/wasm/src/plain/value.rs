@@ -54,7 +54,12 @@ pub(crate) struct ArgError(pub(crate) String);
 pub(crate) struct ResultError(pub(crate) String);
 
 /// The JSON `v` (at `path`, for messages) as a value of `ty`.
-pub(crate) fn to_val(v: &Value, ty: &Type, path: &str, budget: &mut Budget) -> Result<Val, ArgError> {
+pub(crate) fn to_val(
+    v: &Value,
+    ty: &Type,
+    path: &str,
+    budget: &mut Budget,
+) -> Result<Val, ArgError> {
     to_val_at(v, ty, path, budget, 0)
 }
 
@@ -104,7 +109,9 @@ fn to_val_at(
         }
         Type::Float64 => Val::Float64(v.as_f64().ok_or_else(|| fail("a number"))?),
         Type::Char => {
-            let s = v.as_str().ok_or_else(|| fail("a string of one character"))?;
+            let s = v
+                .as_str()
+                .ok_or_else(|| fail("a string of one character"))?;
             let mut chars = s.chars();
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Val::Char(c),
@@ -153,7 +160,9 @@ fn to_val_at(
                 }
                 Val::Map(pairs)
             } else {
-                let items = v.as_array().ok_or_else(|| fail("an array of [key, value] pairs"))?;
+                let items = v
+                    .as_array()
+                    .ok_or_else(|| fail("an array of [key, value] pairs"))?;
                 let mut pairs = Vec::with_capacity(items.len());
                 for (i, pair) in items.iter().enumerate() {
                     match pair.as_array().map(Vec::as_slice) {
@@ -200,11 +209,17 @@ fn to_val_at(
                     next(x, &f.ty, format!("{path}.{}", f.name), budget)?,
                 ));
             }
-            if let Some(extra) = obj.keys().find(|k| r.fields().all(|f| f.name != k.as_str())) {
+            if let Some(extra) = obj
+                .keys()
+                .find(|k| r.fields().all(|f| f.name != k.as_str()))
+            {
                 return Err(ArgError(format!(
                     "`{path}`: unknown field {}; the fields are {}",
                     quote(extra),
-                    r.fields().map(|f| format!("`{}`", f.name)).collect::<Vec<_>>().join(", ")
+                    r.fields()
+                        .map(|f| format!("`{}`", f.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             }
             Val::Record(fields)
@@ -215,7 +230,10 @@ fn to_val_at(
                 return Err(ArgError(format!(
                     "`{path}`: unknown case {}; the cases are {}",
                     quote(tag),
-                    var.cases().map(|c| format!("`{}`", c.name)).collect::<Vec<_>>().join(", ")
+                    var.cases()
+                        .map(|c| format!("`{}`", c.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             };
             let payload = case_payload(case.ty.as_ref(), payload, path, &mut |x, t| {
@@ -228,7 +246,12 @@ fn to_val_at(
             let mut conv = |x: &Value, t: &Type| next(x, t, format!("{path}.value"), budget);
             match tag {
                 "ok" => Val::Result(Ok(case_payload(r.ok().as_ref(), payload, path, &mut conv)?)),
-                "err" => Val::Result(Err(case_payload(r.err().as_ref(), payload, path, &mut conv)?)),
+                "err" => Val::Result(Err(case_payload(
+                    r.err().as_ref(),
+                    payload,
+                    path,
+                    &mut conv,
+                )?)),
                 other => {
                     return Err(ArgError(format!(
                         "`{path}`: unknown case {}; the cases are `ok`, `err`",
@@ -243,7 +266,10 @@ fn to_val_at(
                 return Err(ArgError(format!(
                     "`{path}`: unknown case {}; the cases are {}",
                     quote(s),
-                    e.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    e.names()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             }
             Val::Enum(s.to_string())
@@ -257,7 +283,10 @@ fn to_val_at(
                     return Err(ArgError(format!(
                         "`{path}`: unknown flag {}; the flags are {}",
                         quote(s),
-                        f.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                        f.names()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )));
                 }
                 if set.iter().any(|n| n == s) {
@@ -277,13 +306,20 @@ fn to_val_at(
                         .filter(|m| m.len() == 1)
                         .and_then(|m| m.get("some"))
                         .ok_or_else(|| fail("null or {\"some\": value}"))?;
-                    Val::Option(Some(Box::new(next(inner, &t, format!("{path}.some"), budget)?)))
+                    Val::Option(Some(Box::new(next(
+                        inner,
+                        &t,
+                        format!("{path}.some"),
+                        budget,
+                    )?)))
                 }
                 _ => Val::Option(Some(Box::new(next(v, &t, path.to_string(), budget)?))),
             }
         }
         Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext => {
-            return Err(ArgError(format!("`{path}`: this type cannot be given as JSON")));
+            return Err(ArgError(format!(
+                "`{path}`: this type cannot be given as JSON"
+            )));
         }
     })
 }
@@ -354,9 +390,10 @@ fn tagged<'v>(v: &'v Value, path: &str) -> Result<(&'v str, Option<&'v Value>), 
             kind(v)
         ))
     })?;
-    let tag = obj.get("tag").and_then(Value::as_str).ok_or_else(|| {
-        ArgError(format!("`{path}`: expected a string `tag` naming the case"))
-    })?;
+    let tag = obj
+        .get("tag")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ArgError(format!("`{path}`: expected a string `tag` naming the case")))?;
     if let Some(extra) = obj.keys().find(|k| *k != "tag" && *k != "value") {
         return Err(ArgError(format!(
             "`{path}`: unknown field {}; a case has `tag` and `value`",
@@ -377,9 +414,7 @@ fn case_payload(
         (Some(t), Some(x)) => Ok(Some(Box::new(conv(x, t)?))),
         (Some(_), None) => Err(ArgError(format!("`{path}`: this case needs a `value`"))),
         (None, None) => Ok(None),
-        (None, Some(_)) => Err(ArgError(format!(
-            "`{path}`: this case carries no `value`"
-        ))),
+        (None, Some(_)) => Err(ArgError(format!("`{path}`: this case carries no `value`"))),
     }
 }
 
@@ -436,14 +471,15 @@ fn to_json_at(v: &Val, budget: &mut Budget, depth: usize) -> Result<Value, Resul
             items.iter().map(|x| next(x, b)).collect::<Result<_, _>>()?,
         ))
     };
-    let tagged = |tag: &str, payload: &Option<Box<Val>>, b: &mut Budget| -> Result<Value, ResultError> {
-        let mut m = Map::new();
-        m.insert("tag".into(), Value::String(tag.to_string()));
-        if let Some(p) = payload {
-            m.insert("value".into(), next(p, b)?);
-        }
-        Ok(Value::Object(m))
-    };
+    let tagged =
+        |tag: &str, payload: &Option<Box<Val>>, b: &mut Budget| -> Result<Value, ResultError> {
+            let mut m = Map::new();
+            m.insert("tag".into(), Value::String(tag.to_string()));
+            if let Some(p) = payload {
+                m.insert("value".into(), next(p, b)?);
+            }
+            Ok(Value::Object(m))
+        };
     Ok(match v {
         Val::Bool(b) => Value::Bool(*b),
         Val::S8(n) => Value::from(*n),
@@ -504,7 +540,8 @@ fn to_json_at(v: &Val, budget: &mut Budget, depth: usize) -> Result<Value, Resul
         }
         Val::Resource(_) | Val::Future(_) | Val::Stream(_) | Val::ErrorContext(_) => {
             return Err(ResultError(
-                "the result holds a handle (resource, future, stream), which has no JSON form".into(),
+                "the result holds a handle (resource, future, stream), which has no JSON form"
+                    .into(),
             ));
         }
     })

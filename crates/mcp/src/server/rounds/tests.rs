@@ -41,12 +41,46 @@ fn text(step: Step) -> String {
 
 #[test]
 fn the_binding_ignores_key_order_only() {
-    let a = binding("p", "tools/call", "t", &json!({"x": 1, "y": {"b": 2, "a": 1}}));
-    let b = binding("p", "tools/call", "t", &json!({"y": {"a": 1, "b": 2}, "x": 1}));
+    let a = binding(
+        "p",
+        "tools/call",
+        "t",
+        &json!({"x": 1, "y": {"b": 2, "a": 1}}),
+    );
+    let b = binding(
+        "p",
+        "tools/call",
+        "t",
+        &json!({"y": {"a": 1, "b": 2}, "x": 1}),
+    );
     assert_eq!(a, b);
-    assert_ne!(a, binding("p", "tools/call", "t", &json!({"x": 2, "y": {"a": 1, "b": 2}})));
-    assert_ne!(a, binding("q", "tools/call", "t", &json!({"x": 1, "y": {"a": 1, "b": 2}})));
-    assert_ne!(a, binding("p", "tools/call", "u", &json!({"x": 1, "y": {"a": 1, "b": 2}})));
+    assert_ne!(
+        a,
+        binding(
+            "p",
+            "tools/call",
+            "t",
+            &json!({"x": 2, "y": {"a": 1, "b": 2}})
+        )
+    );
+    assert_ne!(
+        a,
+        binding(
+            "q",
+            "tools/call",
+            "t",
+            &json!({"x": 1, "y": {"a": 1, "b": 2}})
+        )
+    );
+    assert_ne!(
+        a,
+        binding(
+            "p",
+            "tools/call",
+            "u",
+            &json!({"x": 1, "y": {"a": 1, "b": 2}})
+        )
+    );
 }
 
 /// An approval-like question: restartable, nothing parked; the answer reaches the
@@ -62,7 +96,12 @@ async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
             .await?;
         done(format!("answered {:?}", r.action))
     };
-    let first = input(rounds.run(bind, None, None, caps(), "s", &stop, work).await.unwrap());
+    let first = input(
+        rounds
+            .run(bind, None, None, caps(), "s", &stop, work)
+            .await
+            .unwrap(),
+    );
     assert_eq!(rounds.parked(), 0);
     let keys: Vec<_> = first.input_requests.unwrap().into_keys().collect();
     assert_eq!(keys, ["k"]);
@@ -71,7 +110,15 @@ async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
     // Bound to its request: other arguments are refused.
     let other = binding("p", "tools/call", "t", &json!({"x": 1}));
     let e = rounds
-        .run(other, Some(&state), Some(&answers), caps(), "s", &stop, work)
+        .run(
+            other,
+            Some(&state),
+            Some(&answers),
+            caps(),
+            "s",
+            &stop,
+            work,
+        )
         .await
         .err()
         .unwrap();
@@ -99,9 +146,17 @@ async fn a_suspended_round_parks_the_call_until_answered() {
     let bind = binding("p", "tools/call", "t", &json!({}));
     let work = |client: DownstreamClient, _c: CancellationToken| async move {
         let r = client.elicit(form(), Duration::from_secs(30)).await?;
-        done(format!("got {}", serde_json::to_string(&r.content).unwrap()))
+        done(format!(
+            "got {}",
+            serde_json::to_string(&r.content).unwrap()
+        ))
     };
-    let first = input(rounds.run(bind, None, None, caps(), "s", &stop, work).await.unwrap());
+    let first = input(
+        rounds
+            .run(bind, None, None, caps(), "s", &stop, work)
+            .await
+            .unwrap(),
+    );
     assert_eq!(rounds.parked(), 1);
     let key = first.input_requests.unwrap().into_keys().next().unwrap();
     let state = first.request_state.unwrap();
@@ -113,11 +168,15 @@ async fn a_suspended_round_parks_the_call_until_answered() {
         .err()
         .unwrap();
     assert!(e.message.contains("must be an object"), "{e:?}");
-    let again = input(rounds.run(bind, None, None, caps(), "s", &stop, work).await.unwrap());
+    let again = input(
+        rounds
+            .run(bind, None, None, caps(), "s", &stop, work)
+            .await
+            .unwrap(),
+    );
     let state = again.request_state.unwrap();
     let key = again.input_requests.unwrap().into_keys().next().unwrap();
-    let good: InputResponses =
-        [(key, json!({"action": "accept", "content": {"ok": true}}))].into();
+    let good: InputResponses = [(key, json!({"action": "accept", "content": {"ok": true}}))].into();
     let out = text(
         rounds
             .run(bind, Some(&state), Some(&good), caps(), "s", &stop, work)
@@ -141,15 +200,23 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
             let mut got = Vec::new();
             for _ in 0..times {
                 let ask = client.elicit(form(), Duration::from_secs(30));
-                let r = crate::rounds::INPUT_KEY.scope("user_name".into(), ask).await?;
+                let r = crate::rounds::INPUT_KEY
+                    .scope("user_name".into(), ask)
+                    .await?;
                 got.push(serde_json::to_string(&r.content).unwrap());
             }
             done(format!("got {}", got.join(" ")))
         }
     };
     let answers: InputResponses = [
-        ("user_name".to_string(), json!({"action": "accept", "content": {"ok": true}})),
-        ("unknown_extra_key".to_string(), json!({"action": "accept", "content": {"foo": 1}})),
+        (
+            "user_name".to_string(),
+            json!({"action": "accept", "content": {"ok": true}}),
+        ),
+        (
+            "unknown_extra_key".to_string(),
+            json!({"action": "accept", "content": {"foo": 1}}),
+        ),
     ]
     .into();
     let out = text(
@@ -175,7 +242,11 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
     // toolhost's approval is not answered up front: it is asked.
     let approval = |client: DownstreamClient, _c: CancellationToken| async move {
         let r = client
-            .elicit_before_running(crate::rounds::APPROVAL_INPUT_KEY, form(), Duration::from_secs(5))
+            .elicit_before_running(
+                crate::rounds::APPROVAL_INPUT_KEY,
+                form(),
+                Duration::from_secs(5),
+            )
             .await?;
         done(format!("answered {:?}", r.action))
     };
@@ -184,8 +255,18 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
         json!({"action": "accept"}),
     )]
     .into();
-    let asked = input(rounds.run(bind, None, Some(&pre), caps(), "s", &stop, approval).await.unwrap());
-    assert!(asked.input_requests.unwrap().contains_key(crate::rounds::APPROVAL_INPUT_KEY));
+    let asked = input(
+        rounds
+            .run(bind, None, Some(&pre), caps(), "s", &stop, approval)
+            .await
+            .unwrap(),
+    );
+    assert!(
+        asked
+            .input_requests
+            .unwrap()
+            .contains_key(crate::rounds::APPROVAL_INPUT_KEY)
+    );
 
     // Not an object: refused, nothing run.
     let bad: InputResponses = [("user_name".to_string(), json!(12345))].into();

@@ -139,7 +139,11 @@ fn out_of_range_and_wrong_values_are_argument_errors() {
         ("u8", json!(-1), "`p`: -1 is out of range (0 to 255)"),
         ("s8", json!(-129), "`p`: -129 is out of range (-128 to 127)"),
         ("u64", json!(-1), "`p`: -1 is out of range"),
-        ("s64", json!(u64::MAX), "`p`: 18446744073709551615 is out of range"),
+        (
+            "s64",
+            json!(u64::MAX),
+            "`p`: 18446744073709551615 is out of range",
+        ),
         ("u32", json!(1e300), "`p`: 1e+300 is out of range"),
         ("u32", json!(0.5), "`p`: expected an integer, got 0.5"),
         ("f32", json!(1e39), "out of range for a 32-bit float"),
@@ -147,12 +151,24 @@ fn out_of_range_and_wrong_values_are_argument_errors() {
         ("char", json!(""), "expected a string of one character"),
         ("string", json!(1), "`p`: expected a string, got 1"),
         ("color", json!("purple"), "unknown case \"purple\""),
-        ("perms", json!(["read", "read"]), "the flag `read` is given twice"),
+        (
+            "perms",
+            json!(["read", "read"]),
+            "the flag `read` is given twice",
+        ),
         ("perms", json!(["sudo"]), "unknown flag \"sudo\""),
         ("point", json!({"x": 1.0}), "the field `y` is missing"),
-        ("point", json!({"x": 1.0, "y": 1.0, "z": 0}), "unknown field \"z\""),
+        (
+            "point",
+            json!({"x": 1.0, "y": 1.0, "z": 0}),
+            "unknown field \"z\"",
+        ),
         ("tuple", json!([1]), "an array of exactly 2 items"),
-        ("shape", json!({"tag": "empty", "value": 1}), "carries no `value`"),
+        (
+            "shape",
+            json!({"tag": "empty", "value": 1}),
+            "carries no `value`",
+        ),
         ("shape", json!("circle"), "expected an object {\"tag\""),
         ("res", json!({"tag": "maybe"}), "unknown case \"maybe\""),
         ("opt2", json!("x"), "expected null or {\"some\": value}"),
@@ -186,9 +202,23 @@ fn arguments_and_results_are_bounded() {
     for _ in 0..=MAX_TYPE_DEPTH {
         deep = Val::List(vec![deep]);
     }
-    let got = to_json(&deep, &mut Budget { values: 1000, bytes: 1000 }).unwrap_err().0;
+    let got = to_json(
+        &deep,
+        &mut Budget {
+            values: 1000,
+            bytes: 1000,
+        },
+    )
+    .unwrap_err()
+    .0;
     assert!(got.contains("nested"), "{got}");
     // Non-finite floats have no JSON number.
-    let v = to_json(&Val::Float64(f64::NAN), &mut Budget { values: 1, bytes: 100 });
+    let v = to_json(
+        &Val::Float64(f64::NAN),
+        &mut Budget {
+            values: 1,
+            bytes: 100,
+        },
+    );
     assert_eq!(v, Ok(json!("NaN")));
 }
