@@ -77,6 +77,7 @@ pub struct HostConfig {
 /// max_concurrent_calls = 16                   # tool calls executing at once (default 4)
 /// request_state_key_file = "/etc/toolhost/state.key"  # shared by replicas, mode 0600
 /// spare_sandboxes = 8                         # sandboxes prepared ahead (default 0, max 32)
+/// task_support = { export_report = "required", lookup = "forbidden" }
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -104,6 +105,14 @@ pub struct ServeConfig {
     /// unless the operator sets it. Default [`DEFAULT_SPARE_SANDBOXES`], at most
     /// [`MAX_SPARE_SANDBOXES`] (docs/design.md, "Spare sandboxes").
     pub spare_sandboxes: Option<usize>,
+    /// How served tools may run as tasks for MCP clients of the tasks extension, by
+    /// tool name (as served): `optional` (the default: a task when the call outlives
+    /// half a second or asks its client something), `required` (always a task, made at
+    /// once; a client without the extension is refused with `-32021` before the tool
+    /// runs), `forbidden` (never a task). Names no loaded tool has are logged as a
+    /// warning once the start-up load is done (docs/mcp.md, "Tasks").
+    #[serde(default)]
+    pub task_support: std::collections::BTreeMap<String, toolhost_mcp::server::TaskSupport>,
 }
 
 /// `[serve] spare_sandboxes` when not set: none.

@@ -334,7 +334,11 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
     let (dir, serve) = gateway_leaving_out(
         "conformance-gateway-2026",
         &suite,
-        &format!("{}[serve]\nmax_concurrent_calls = 32\n", native.config()),
+        // `failing_job` runs only as a task (`tasks-required-task-error`).
+        &format!(
+            "{}[serve]\nmax_concurrent_calls = 32\ntask_support = {{ failing_job = \"required\" }}\n",
+            native.config()
+        ),
         "test_input_required_result_elicitation",
     );
     let out = dir.join("results");
@@ -368,6 +372,13 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
             eprintln!("tasks scenario {s} fails: {:?}", got[s]);
         }
     }
+    // Built: a tool the operator makes task-only is refused with -32021 to a client
+    // without the extension (the others are reported, not scored).
+    assert!(
+        got["tasks-required-task-error"].is_empty(),
+        "tasks-required-task-error: {:?}\n{report}",
+        got["tasks-required-task-error"]
+    );
     let tasks_passing = required.tasks.iter().filter(|s| got[*s].is_empty()).count();
     eprintln!(
         "2026-07-28 tasks extension: {tasks_passing} of {} scenarios pass",

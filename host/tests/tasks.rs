@@ -3,7 +3,9 @@
 //! the task threshold becomes a task its client polls; another client cannot see, update
 //! or cancel it (told the task is unknown, as for an id that never existed); its owner
 //! cancels it and it settles `cancelled`; a quick call of a task-taking client is answered
-//! at once; a client that does not take tasks never gets one.
+//! at once; a client that does not take tasks never gets one. The operator's
+//! `[serve] task_support`: a `required` tool is refused to a client without the extension
+//! (`-32021`) and a task at once for one with it; a `forbidden` tool is never a task.
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -343,4 +345,95 @@ fn a_call_that_asks_becomes_a_task_answered_only_by_its_owner() {
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["isError"], true, "{done}");
     assert!(!done.to_string().contains("[ask]"), "{done}");
+}
+
+#[test]
+fn the_operator_sets_which_tools_run_only_or_never_as_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let built = built_plugins(&["calc.wasm", "fixtures/hostile.wasm"])
+        .expect("the built plugins (cargo xtask plugins)");
+    std::fs::copy(built.join("calc.wasm"), plugins.join("calc.wasm")).unwrap();
+    std::fs::copy(
+        built.join("fixtures/hostile.wasm"),
+        plugins.join("hostile.wasm"),
+    )
+    .unwrap();
+    // `spin` ends at its deadline, well past the task threshold (0.5 s).
+    std::fs::write(plugins.join("hostile.toml"), "timeout_ms = 1500\n").unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "[serve]\ntask_support = { add = \"required\", spin = \"forbidden\", \
+         no_such_tool = \"required\" }\n",
+    )
+    .unwrap();
+    let serve = serve_with_tokens(dir.path(), plugins.to_str().unwrap());
+    let addr = serve.addr();
+    let add = |caps: Value| {
+        rpc(
+            &addr,
+            OWNER,
+            "tools/call",
+            Some("add"),
+            json!({"name": "add", "arguments": {"x": 40, "y": 2}}),
+            caps,
+        )
+    };
+
+    // A client that does not take tasks: refused before anything runs, told which
+    // extension to declare.
+    let m = add(json!({}));
+    assert_eq!(m["error"]["code"], -32021, "{m}\n{}", serve.stderr());
+    assert!(
+        m["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+            .is_object(),
+        "{m}"
+    );
+    assert!(
+        m["error"]["message"].as_str().unwrap().contains("`add`"),
+        "{m}"
+    );
+    // Another tool of the same client is called as usual.
+    let m = rpc(
+        &addr,
+        OWNER,
+        "tools/call",
+        Some("multiply"),
+        json!({"name": "multiply", "arguments": {"x": 6, "y": 7}}),
+        json!({}),
+    );
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    assert!(m["result"].to_string().contains("42"), "{m}");
+
+    // A client that takes tasks: a task at once, however quick the call.
+    let created = add(tasks_caps());
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    let done = poll(&addr, OWNER, &id, "");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["result"].to_string().contains("42"), "{done}");
+
+    // A forbidden tool is answered when it ends, never as a task, even past the
+    // threshold.
+    let m = rpc(
+        &addr,
+        OWNER,
+        "tools/call",
+        Some("spin"),
+        json!({"name": "spin", "arguments": {}}),
+        tasks_caps(),
+    );
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    assert_eq!(m["result"]["isError"], true, "{m}");
+    assert!(m["result"].get("taskId").is_none(), "{m}");
+
+    // A name no tool has is reported to the operator.
+    assert!(
+        serve
+            .stderr()
+            .contains("[serve] task_support names `no_such_tool`"),
+        "{}",
+        serve.stderr()
+    );
 }

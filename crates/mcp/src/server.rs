@@ -51,6 +51,7 @@
 //! `server/stdio.rs` (stdin/stdout, any byte-stream pair), `server/http.rs` (the
 //! Streamable HTTP front and its limits) and `server/sessions.rs` (its session store).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,7 +97,7 @@ pub use sessions::{
     CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
 };
 pub(crate) use tasks::TaskAsker;
-pub use tasks::{MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER};
+pub use tasks::{MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER, TaskSupport};
 
 /// The token that stops [`McpServer::serve_http`] (tokio-util's `CancellationToken`).
 pub use tokio_util::sync::CancellationToken as StopToken;
@@ -127,6 +128,8 @@ pub struct McpServer {
     rounds: Option<Arc<rounds::Rounds>>,
     /// The tool calls running on as tasks, shared by all sessions.
     tasks: Arc<tasks::Tasks>,
+    /// How each tool named here may run as a task (others: [`TaskSupport::Optional`]).
+    task_support: Arc<BTreeMap<String, TaskSupport>>,
 }
 
 impl McpServer {
@@ -147,7 +150,16 @@ impl McpServer {
                 .map_err(|e| tracing::error!("2026-07-28 multi-round requests unavailable: {e}"))
                 .ok(),
             tasks: Arc::default(),
+            task_support: Arc::default(),
         }
+    }
+
+    /// How the tools named in `support` may run as tasks for clients of the tasks
+    /// extension (`required`: always, and only, as a task; `forbidden`: never); every
+    /// other tool is [`TaskSupport::Optional`] (a task when it outlives [`TASK_AFTER`]).
+    pub fn with_task_support(mut self, support: BTreeMap<String, TaskSupport>) -> Self {
+        self.task_support = Arc::new(support);
+        self
     }
 
     /// Seals the `requestState` of 2026-07-28 multi-round requests with `key` (at least
@@ -267,8 +279,20 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let name = request.name.to_string();
-        if tasks::client_takes_tasks(&context) && request.request_state.is_none() {
-            return self.call_maybe_as_task(name, args, &context).await;
+        let support = self.task_support.get(&name).copied().unwrap_or_default();
+        let takes_tasks = tasks::client_takes_tasks(&context);
+        match support {
+            // Refused before anything runs: the call could not be answered otherwise.
+            TaskSupport::Required if !takes_tasks => return Err(tasks::tasks_required(&name)),
+            // Its questions are the task's, never a round's: a `requestState` cannot
+            // belong to it and is ignored.
+            TaskSupport::Required => {
+                return self.call_maybe_as_task(name, args, &context, support).await;
+            }
+            TaskSupport::Optional if takes_tasks && request.request_state.is_none() => {
+                return self.call_maybe_as_task(name, args, &context, support).await;
+            }
+            TaskSupport::Optional | TaskSupport::Forbidden => {}
         }
         if !is_stateless(&context) {
             // The client itself travels with the call: a wrapped server's sampling or

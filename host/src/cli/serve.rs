@@ -305,6 +305,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let upstreams = gateway.clone();
     let host = args.host.clone();
     let ready = readiness.clone();
+    let task_support = config.serve.task_support.clone();
     // Watch before loading, so a change made while the start-up load runs is not missed;
     // the changes are applied once it is done. A folder that cannot be watched is a
     // warning: the host serves what it loaded.
@@ -359,6 +360,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "all tools loaded in {:.1} s",
             t0.elapsed().as_secs_f64()
         );
+        // A name in `[serve] task_support` that no tool has is most likely a typo: the
+        // setting then does nothing (a tool of that name may still come by live reload).
+        for name in config.serve.task_support.keys() {
+            if !background.contains(name) {
+                tracing::warn!(
+                    "[serve] task_support names `{name}`, which no loaded tool has; it applies \
+                     if such a tool appears"
+                );
+            }
+        }
         // Calls of tools not loaded yet waited until here.
         drop(loading);
         for client in report.mcp_clients {
@@ -385,7 +396,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut server = McpServer::new(registry)
         .with_gateway(gateway)
         .with_list_wait(args.list_wait)
-        .with_list_hints(hints);
+        .with_list_hints(hints)
+        .with_task_support(task_support);
     if let Some(key) = &state_key {
         server = server.with_request_state_key(key)?;
     }

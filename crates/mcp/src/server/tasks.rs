@@ -20,6 +20,15 @@
 //! - **One replica.** A task lives in the process that runs it: behind a load balancer
 //!   a client's `tasks/get` must reach that replica (docs/deploy.md).
 //!
+//! **Per tool.** The operator may set how a served tool runs ([`TaskSupport`], MCP's
+//! `execution.taskSupport`; `[serve] task_support` in `toolhost.toml`): `optional` (the
+//! default) as above, by the call's duration; `required`, always a task, made at once,
+//! and refused with `-32021` (Missing Required Client Capability, naming the extension
+//! in `data.requiredCapabilities`) to a client that does not take tasks, before
+//! anything runs; `forbidden`, never a task (its questions go to the client as for a
+//! client without the extension). A required call for which the bounds leave no room is
+//! refused before it runs, too: it cannot be answered any other way.
+//!
 //! **Questions.** A call that asks its client something (toolhost's approval, a wrapped
 //! server's elicitation, sampling or roots request) becomes a task at once, if it is not
 //! one yet: the question is the task's `inputRequests` (status `input_required`), the
@@ -49,6 +58,54 @@ pub const MAX_TASKS: usize = 256;
 
 /// Tasks alive of one client, at most.
 pub const MAX_TASKS_PER_CLIENT: usize = 32;
+
+/// How a served tool may run as a task (MCP's `execution.taskSupport`), as the operator
+/// sets it per tool (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// Never a task: answered when it ends, whatever the client takes.
+    Forbidden,
+    /// A task when the client takes tasks and the call outlives [`TASK_AFTER`] or asks.
+    #[default]
+    Optional,
+    /// Always a task, made at once; refused to a client that does not take tasks.
+    Required,
+}
+
+/// The error a client that does not take tasks gets for a tool that runs only as one:
+/// `-32021`, with the extension it must declare in `data.requiredCapabilities` (the
+/// shape of the client capabilities).
+pub(crate) fn tasks_required(tool: &str) -> ErrorData {
+    let mut required = ClientCapabilities::default();
+    required
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(
+            rmcp::model::TASKS_EXTENSION_ID.to_string(),
+            Default::default(),
+        );
+    ErrorData::new(
+        rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!(
+            "the tool `{tool}` runs only as a task: declare the {} extension to call it",
+            rmcp::model::TASKS_EXTENSION_ID
+        ),
+        Some(serde_json::json!({ "requiredCapabilities": required })),
+    )
+}
+
+/// The error of a call that must be a task when the bounds leave no room for one.
+fn no_room_for_task(tool: &str) -> ErrorData {
+    ErrorData::invalid_request(
+        format!(
+            "the tool `{tool}` runs only as a task, and no task can be made now (at most \
+             {MAX_TASKS_PER_CLIENT} per client, {MAX_TASKS} in all): wait for one to end or \
+             cancel one"
+        ),
+        None,
+    )
+}
 
 /// The tasks of a server and who made each.
 #[derive(Default)]
@@ -194,13 +251,14 @@ pub(crate) enum Outcome {
 impl Tasks {
     /// Runs `call` (already spawned as `handle`; `stop` stops it; `asker` holds its
     /// questions) for `owner`: its result if it ends within [`TASK_AFTER`] without asking
-    /// anything, else a task that carries it on.
+    /// anything, else a task that carries it on; a task at once when `at_once`.
     pub(crate) async fn run(
         &self,
         owner: String,
         mut handle: tokio::task::JoinHandle<CallToolResult>,
         stop: super::StopToken,
         asker: &TaskAsker,
+        at_once: bool,
     ) -> Result<Outcome, ErrorData> {
         let joined = |r: Result<CallToolResult, tokio::task::JoinError>| {
             r.map_err(|e| {
@@ -211,11 +269,15 @@ impl Tasks {
         // way (the client went away) stops it rather than leaving it running unseen.
         let orphan = stop.clone().drop_guard();
         let link = asker.link.clone();
-        tokio::select! {
-            r = &mut handle => return joined(r).map(Outcome::Done),
-            () = tokio::time::sleep(TASK_AFTER) => {}
-            () = link.asked.notified() => {}
+        if !at_once {
+            tokio::select! {
+                r = &mut handle => return joined(r).map(Outcome::Done),
+                () = tokio::time::sleep(TASK_AFTER) => {}
+                () = link.asked.notified() => {}
+            }
         }
+        // A call that must be a task had its room checked before it started; should
+        // others have taken the room since, it is answered when it ends.
         if !self.room_for(&owner) {
             link.state.send_replace(Link::Refused);
             return joined(handle.await).map(Outcome::Done);
@@ -300,13 +362,20 @@ impl Tasks {
 
 impl super::McpServer {
     /// A `tools/call` of a client that takes tasks: answered when it ends within
-    /// [`TASK_AFTER`], else a task.
+    /// [`TASK_AFTER`], else a task; a task at once for a tool whose task support is
+    /// `required` (refused before it runs when no task can be made).
     pub(super) async fn call_maybe_as_task(
         &self,
         name: String,
         args: serde_json::Value,
         context: &RequestContext<RoleServer>,
+        support: TaskSupport,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let owner = super::calls::principal(context);
+        let at_once = support == TaskSupport::Required;
+        if at_once && !self.tasks.room_for(&owner) {
+            return Err(no_room_for_task(&name));
+        }
         let capabilities = context.client_capabilities().unwrap_or_default();
         let asker = TaskAsker::new(capabilities);
         let client = crate::DownstreamClient::task(asker.clone(), self.session.id.clone());
@@ -314,12 +383,7 @@ impl super::McpServer {
         let call = self.call_future(name, args, client, stop.clone(), context);
         let outcome = self
             .tasks
-            .run(
-                super::calls::principal(context),
-                tokio::spawn(call),
-                stop,
-                &asker,
-            )
+            .run(owner, tokio::spawn(call), stop, &asker, at_once)
             .await?;
         Ok(match outcome {
             Outcome::Done(r) => rmcp::model::CallToolResponse::Complete(r),
@@ -364,13 +428,61 @@ mod tests {
         let (t, s) = (tasks.clone(), stop.clone());
         let run = tokio::spawn(async move {
             let asker = TaskAsker::new(ClientCapabilities::default());
-            t.run("a".into(), call, s, &asker).await.is_ok()
+            t.run("a".into(), call, s, &asker, false).await.is_ok()
         });
         tokio::time::sleep(TASK_AFTER / 5).await;
         assert!(!stop.is_cancelled());
         run.abort();
         let _ = run.await;
         assert!(stop.is_cancelled(), "the orphaned call still runs");
+    }
+
+    /// A call that ends after `after`, with one text block.
+    fn ends_after(after: Duration) -> tokio::task::JoinHandle<CallToolResult> {
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            CallToolResult::success(vec![rmcp::model::ContentBlock::text("done")])
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_required_call_is_a_task_at_once_and_an_optional_one_only_when_slow() {
+        let tasks = Tasks::default();
+        let quick = TASK_AFTER / 10;
+        let run = |at_once| {
+            let stop = super::super::StopToken::new();
+            let asker = TaskAsker::new(ClientCapabilities::default());
+            let tasks = &tasks;
+            async move {
+                tasks
+                    .run("a".into(), ends_after(quick), stop, &asker, at_once)
+                    .await
+            }
+        };
+        assert!(matches!(run(false).await, Ok(Outcome::Done(_))));
+        let id = match run(true).await {
+            Ok(Outcome::Task(t)) => t.task.task_id,
+            _ => panic!("a required call was answered without a task"),
+        };
+        // The task carries the call's result once it ends.
+        tokio::time::sleep(quick * 2).await;
+        let got = tasks.get(&id, "a").unwrap_or_else(|e| panic!("{e:?}"));
+        let got = serde_json::to_value(&got).unwrap_or_default();
+        assert_eq!(got["status"], "completed", "{got}");
+        assert_eq!(got["result"]["content"][0]["text"], "done", "{got}");
+    }
+
+    #[test]
+    fn a_tool_that_runs_only_as_a_task_names_the_extension_in_its_refusal() {
+        let e = tasks_required("export");
+        assert_eq!(e.code.0, -32021);
+        assert!(e.message.contains("`export`"), "{}", e.message);
+        let data = e.data.unwrap_or_default();
+        assert!(
+            data["requiredCapabilities"]["extensions"][rmcp::model::TASKS_EXTENSION_ID].is_object(),
+            "{data}"
+        );
+        assert!(no_room_for_task("export").message.contains("`export`"));
     }
 
     #[tokio::test(start_paused = true)]
@@ -380,7 +492,10 @@ mod tests {
         for _ in 0..MAX_TASKS_PER_CLIENT {
             let stop = super::super::StopToken::new();
             let asker = TaskAsker::new(ClientCapabilities::default());
-            match tasks.run("a".into(), endless(&stop), stop, &asker).await {
+            match tasks
+                .run("a".into(), endless(&stop), stop, &asker, false)
+                .await
+            {
                 Ok(Outcome::Task(t)) => ids.push(t.task.task_id),
                 _ => panic!("no task within the share"),
             }
@@ -394,14 +509,18 @@ mod tests {
         });
         let asker = TaskAsker::new(ClientCapabilities::default());
         assert!(matches!(
-            tasks.run("a".into(), endless(&stop), stop, &asker).await,
+            tasks
+                .run("a".into(), endless(&stop), stop, &asker, false)
+                .await,
             Ok(Outcome::Done(_))
         ));
         // Another client still gets its task, and cannot see the first client's.
         let stop = super::super::StopToken::new();
         let asker = TaskAsker::new(ClientCapabilities::default());
         assert!(matches!(
-            tasks.run("b".into(), endless(&stop), stop, &asker).await,
+            tasks
+                .run("b".into(), endless(&stop), stop, &asker, false)
+                .await,
             Ok(Outcome::Task(_))
         ));
         assert!(tasks.get(&ids[0], "b").is_err());
