@@ -82,7 +82,10 @@ fuzz_target!(|data: &[u8]| {
         .any(|t| serde_json::from_str::<serde_json::Value>(&t.parameters).is_err());
     match accept_described(raw.clone()) {
         Ok(specs) => {
-            assert!(!too_large && !bad_json, "accepted output over a cap or with bad JSON");
+            assert!(
+                !too_large && !bad_json,
+                "accepted output over a cap or with bad JSON"
+            );
             assert_eq!(specs.len(), raw.len());
             for (spec, t) in specs.iter().zip(&raw) {
                 assert_eq!(spec.name, t.name);

@@ -42,7 +42,10 @@ impl AsyncRead for Chunked<'_> {
 
 /// The length of the longest line (bytes between newlines, the last one unterminated).
 fn longest_line(data: &[u8]) -> usize {
-    data.split(|b| *b == b'\n').map(<[u8]>::len).max().unwrap_or(0)
+    data.split(|b| *b == b'\n')
+        .map(<[u8]>::len)
+        .max()
+        .unwrap_or(0)
 }
 
 fuzz_target!(|input: &[u8]| {
@@ -91,7 +94,10 @@ fuzz_target!(|input: &[u8]| {
         let mut items = 0usize;
         while let Some(item) = framed.next().await {
             items += 1;
-            assert!(items <= lines + 1, "the framing yields more items than lines");
+            assert!(
+                items <= lines + 1,
+                "the framing yields more items than lines"
+            );
             if item.is_ok() {
                 messages += 1;
             } else {

@@ -338,7 +338,9 @@ pub fn __call(
     ctx: &CallContext,
 ) -> Result<ToolOutput, WitError> {
     let Some(tool) = tools.into_iter().find(|t| t.name == name) else {
-        return Err(WitError::InvalidArguments(format!("no tool named '{name}' in this plugin")));
+        return Err(WitError::InvalidArguments(format!(
+            "no tool named '{name}' in this plugin"
+        )));
     };
     let out = (tool.handler)(args, ctx)?;
     Ok(ToolOutput {

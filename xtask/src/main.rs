@@ -173,11 +173,28 @@ fn print_env() {
     }
 }
 
-fn lint() -> Result {
-    step("cargo fmt --check");
+/// The crates outside the root workspace (excluded from it): the guest plugins, the test
+/// fixtures, the SDK and the fuzz targets. (`templates/rust` is a template with
+/// placeholders, not a crate until `cargo generate` fills them in.)
+const OTHER_WORKSPACES: &[&str] = &["plugins", "tests/fixtures", "sdk", "fuzz"];
+
+/// `cargo fmt --all --check` in the root workspace and in each of [`OTHER_WORKSPACES`]:
+/// `--all` covers the root's members only.
+fn fmt_check() -> Result {
+    step("cargo fmt --check (every workspace)");
     run(Command::new(cargo())
         .current_dir(root())
         .args(["fmt", "--all", "--check"]))?;
+    for dir in OTHER_WORKSPACES {
+        run(Command::new(cargo())
+            .current_dir(root().join(dir))
+            .args(["fmt", "--all", "--check"]))?;
+    }
+    Ok(())
+}
+
+fn lint() -> Result {
+    fmt_check()?;
     step("cargo clippy --all-targets -- -D warnings");
     run(Command::new(cargo()).current_dir(root()).args([
         "clippy",
@@ -227,10 +244,7 @@ fn test_steps(extra: &[String]) -> Result {
     });
     let plugins_dir = plugins::build_all()?;
     peers_dist::setup()?;
-    step("cargo fmt --check");
-    run(Command::new(cargo())
-        .current_dir(root())
-        .args(["fmt", "--all", "--check"]))?;
+    fmt_check()?;
     // Clippy lints the workspace's crates while they are compiled for the tests, instead of
     // in a `cargo clippy` run of its own: that run checks every dependency a second time
     // (check mode shares nothing with a build), which cost 10+ minutes of a fresh CI run.

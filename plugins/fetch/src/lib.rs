@@ -29,7 +29,11 @@ fn split_url(url: &str) -> Result<(Scheme, String, String), ToolError> {
         Some(i) => (&rest[..i], rest[i..].to_string()),
         None => (rest, "/".to_string()),
     };
-    let path = if path.starts_with('?') { format!("/{path}") } else { path };
+    let path = if path.starts_with('?') {
+        format!("/{path}")
+    } else {
+        path
+    };
     Ok((scheme, authority.to_string(), path))
 }
 
@@ -58,7 +62,9 @@ pub fn get(url: &str, max: u64) -> Result<(u16, Vec<u8>, bool), ToolError> {
     };
     let status = resp.status();
     let body = resp.consume().map_err(|_| ToolError::failed("no body"))?;
-    let stream = body.stream().map_err(|_| ToolError::failed("no body stream"))?;
+    let stream = body
+        .stream()
+        .map_err(|_| ToolError::failed("no body stream"))?;
     let mut buf = Vec::new();
     let mut truncated = false;
     loop {
@@ -88,7 +94,11 @@ fn http_get(
     max_bytes: Option<u64>,
 ) -> Result<Response, ToolError> {
     let (status, body, truncated) = get(&url, max_bytes.unwrap_or(65536))?;
-    Ok(Response { status, body: String::from_utf8_lossy(&body).into_owned(), truncated })
+    Ok(Response {
+        status,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        truncated,
+    })
 }
 
 toolhost_sdk::export!([http_get]);

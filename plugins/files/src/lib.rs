@@ -6,9 +6,9 @@ use toolhost_sdk::{ToolError, tool};
 
 fn io(path: &str, e: std::io::Error) -> ToolError {
     match e.kind() {
-        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound => {
-            ToolError::denied(format!("{path}: {e} (only the folders granted by the host policy are visible)"))
-        }
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound => ToolError::denied(
+            format!("{path}: {e} (only the folders granted by the host policy are visible)"),
+        ),
         _ => ToolError::failed(format!("{path}: {e}")),
     }
 }
