@@ -79,10 +79,9 @@ fn on_task(addr: &str, token: &str, method: &str, id: &str) -> Value {
     )
 }
 
-#[test]
-fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
-    let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
+/// `dir/plugins` with calc and the hostile fixture, `hostile_policy` its policy file.
+fn calc_and_hostile(dir: &Path, hostile_policy: &str) -> std::path::PathBuf {
+    let plugins = dir.join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
     let built = built_plugins(&["calc.wasm", "fixtures/hostile.wasm"])
         .expect("the built plugins (cargo xtask plugins)");
@@ -92,12 +91,15 @@ fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
         plugins.join("hostile.wasm"),
     )
     .unwrap();
+    std::fs::write(plugins.join("hostile.toml"), hostile_policy).unwrap();
+    plugins
+}
+
+#[test]
+fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
+    let dir = tempfile::tempdir().unwrap();
     // Room for `spin` to run until cancelled: a minute, unlimited fuel.
-    std::fs::write(
-        plugins.join("hostile.toml"),
-        "timeout_ms = 60000\nfuel = 10000000000000\n",
-    )
-    .unwrap();
+    let plugins = calc_and_hostile(dir.path(), "timeout_ms = 60000\nfuel = 10000000000000\n");
     let serve = serve_with_tokens(dir.path(), plugins.to_str().unwrap());
     let addr = serve.addr();
 
@@ -350,18 +352,8 @@ fn a_call_that_asks_becomes_a_task_answered_only_by_its_owner() {
 #[test]
 fn the_operator_sets_which_tools_run_only_or_never_as_tasks() {
     let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir_all(&plugins).unwrap();
-    let built = built_plugins(&["calc.wasm", "fixtures/hostile.wasm"])
-        .expect("the built plugins (cargo xtask plugins)");
-    std::fs::copy(built.join("calc.wasm"), plugins.join("calc.wasm")).unwrap();
-    std::fs::copy(
-        built.join("fixtures/hostile.wasm"),
-        plugins.join("hostile.wasm"),
-    )
-    .unwrap();
     // `spin` ends at its deadline, well past the task threshold (0.5 s).
-    std::fs::write(plugins.join("hostile.toml"), "timeout_ms = 1500\n").unwrap();
+    let plugins = calc_and_hostile(dir.path(), "timeout_ms = 1500\n");
     std::fs::write(
         dir.path().join("toolhost.toml"),
         "[serve]\ntask_support = { add = \"required\", spin = \"forbidden\", \
