@@ -63,6 +63,14 @@ const MUST_RUN: &[&str] = &[
 /// (also in docs/mcp.md).
 const EXPECTED_FAILURES_2026: &[(&str, &str)] = &[];
 
+/// The tasks extension's scenarios (not required by the revision) that fail through the
+/// gateway, with the reason (also in docs/mcp.md); every other one must pass.
+const TASK_EXPECTED_FAILURES_2026: &[(&str, &str)] = &[(
+    "tasks-mrtr-composition",
+    "wants a wrapped server's own task (`test_tool_with_task`, made on its second round); \
+     toolhost does not call a wrapped server's tools as tasks",
+)];
+
 /// Required 2026-07-28 client scenarios (`client --requirements 2026-07-28`) that fail,
 /// with the reason (also in docs/mcp.md).
 const CLIENT_EXPECTED_FAILURES_2026: &[(&str, &str)] = &[];
@@ -248,7 +256,8 @@ fn the_server_suite_passes_through_the_gateway() {
 
 /// What the 2026-07-28 revision requires, as the suite's frozen requirement set lists it
 /// (`list --requirements 2026-07-28`): the server and client scenarios, and the server
-/// scenarios of the tasks extension (run and reported, never scored).
+/// scenarios of the tasks extension (not required by the revision; the test still holds
+/// toolhost to them).
 struct Required2026 {
     server: Vec<String>,
     client: Vec<String>,
@@ -365,24 +374,18 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
         "EXPECTED_FAILURES_2026",
         &report,
     );
-    // The tasks extension: run and reported (docs/mcp.md has the table), not scored.
+    // The tasks extension: all but the listed failures pass (docs/mcp.md has the table).
     for s in &required.tasks {
-        assert!(got.contains_key(s), "scenario {s} did not run:\n{report}");
-        if !got[s].is_empty() {
+        if got.get(s).is_some_and(|bad| !bad.is_empty()) {
             eprintln!("tasks scenario {s} fails: {:?}", got[s]);
         }
     }
-    // Built: a tool the operator makes task-only is refused with -32021 to a client
-    // without the extension (the others are reported, not scored).
-    assert!(
-        got["tasks-required-task-error"].is_empty(),
-        "tasks-required-task-error: {:?}\n{report}",
-        got["tasks-required-task-error"]
-    );
-    let tasks_passing = required.tasks.iter().filter(|s| got[*s].is_empty()).count();
-    eprintln!(
-        "2026-07-28 tasks extension: {tasks_passing} of {} scenarios pass",
-        required.tasks.len()
+    check_required(
+        &required.tasks,
+        &got,
+        TASK_EXPECTED_FAILURES_2026,
+        "TASK_EXPECTED_FAILURES_2026",
+        &report,
     );
 }
 
