@@ -251,7 +251,8 @@ pub(crate) enum Outcome {
 impl Tasks {
     /// Runs `call` (already spawned as `handle`; `stop` stops it; `asker` holds its
     /// questions) for `owner`: its result if it ends within [`TASK_AFTER`] without asking
-    /// anything, else a task that carries it on; a task at once when `at_once`.
+    /// anything, else a task that carries it on; a task at once when `at_once`. Until it
+    /// is a task, the client's cancellation of its request (`request`) stops it.
     pub(crate) async fn run(
         &self,
         owner: String,
@@ -259,6 +260,7 @@ impl Tasks {
         stop: super::StopToken,
         asker: &TaskAsker,
         at_once: bool,
+        request: &super::StopToken,
     ) -> Result<Outcome, ErrorData> {
         let joined = |r: Result<CallToolResult, tokio::task::JoinError>| {
             r.map_err(|e| {
@@ -274,6 +276,10 @@ impl Tasks {
                 r = &mut handle => return joined(r).map(Outcome::Done),
                 () = tokio::time::sleep(TASK_AFTER) => {}
                 () = link.asked.notified() => {}
+                () = request.cancelled() => {
+                    stop.cancel();
+                    return joined(handle.await).map(Outcome::Done);
+                }
             }
         }
         // A call that must be a task had its room checked before it started; should
@@ -383,7 +389,14 @@ impl super::McpServer {
         let call = self.call_future(name, args, client, stop.clone(), context);
         let outcome = self
             .tasks
-            .run(owner, tokio::spawn(call), stop, &asker, at_once)
+            .run(
+                owner,
+                tokio::spawn(call),
+                stop,
+                &asker,
+                at_once,
+                &context.ct,
+            )
             .await?;
         Ok(match outcome {
             Outcome::Done(r) => rmcp::model::CallToolResponse::Complete(r),
@@ -428,7 +441,16 @@ mod tests {
         let (t, s) = (tasks.clone(), stop.clone());
         let run = tokio::spawn(async move {
             let asker = TaskAsker::new(ClientCapabilities::default());
-            t.run("a".into(), call, s, &asker, false).await.is_ok()
+            t.run(
+                "a".into(),
+                call,
+                s,
+                &asker,
+                false,
+                &super::super::StopToken::new(),
+            )
+            .await
+            .is_ok()
         });
         tokio::time::sleep(TASK_AFTER / 5).await;
         assert!(!stop.is_cancelled());
@@ -455,7 +477,14 @@ mod tests {
             let tasks = &tasks;
             async move {
                 tasks
-                    .run("a".into(), ends_after(quick), stop, &asker, at_once)
+                    .run(
+                        "a".into(),
+                        ends_after(quick),
+                        stop,
+                        &asker,
+                        at_once,
+                        &super::super::StopToken::new(),
+                    )
                     .await
             }
         };
@@ -486,6 +515,31 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_request_the_client_cancels_before_it_is_a_task_stops_its_call() {
+        let tasks = Tasks::default();
+        let stop = super::super::StopToken::new();
+        let request = super::super::StopToken::new();
+        let canceller = request.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(TASK_AFTER / 5).await;
+            canceller.cancel();
+        });
+        let asker = TaskAsker::new(ClientCapabilities::default());
+        let out = tasks
+            .run(
+                "a".into(),
+                endless(&stop),
+                stop.clone(),
+                &asker,
+                false,
+                &request,
+            )
+            .await;
+        assert!(matches!(out, Ok(Outcome::Done(_))));
+        assert!(stop.is_cancelled(), "the call runs on");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_client_gets_at_most_its_share_of_tasks_and_others_keep_theirs() {
         let tasks = Tasks::default();
         let mut ids = Vec::new();
@@ -493,7 +547,14 @@ mod tests {
             let stop = super::super::StopToken::new();
             let asker = TaskAsker::new(ClientCapabilities::default());
             match tasks
-                .run("a".into(), endless(&stop), stop, &asker, false)
+                .run(
+                    "a".into(),
+                    endless(&stop),
+                    stop,
+                    &asker,
+                    false,
+                    &super::super::StopToken::new(),
+                )
                 .await
             {
                 Ok(Outcome::Task(t)) => ids.push(t.task.task_id),
@@ -510,7 +571,14 @@ mod tests {
         let asker = TaskAsker::new(ClientCapabilities::default());
         assert!(matches!(
             tasks
-                .run("a".into(), endless(&stop), stop, &asker, false)
+                .run(
+                    "a".into(),
+                    endless(&stop),
+                    stop,
+                    &asker,
+                    false,
+                    &super::super::StopToken::new()
+                )
                 .await,
             Ok(Outcome::Done(_))
         ));
@@ -519,7 +587,14 @@ mod tests {
         let asker = TaskAsker::new(ClientCapabilities::default());
         assert!(matches!(
             tasks
-                .run("b".into(), endless(&stop), stop, &asker, false)
+                .run(
+                    "b".into(),
+                    endless(&stop),
+                    stop,
+                    &asker,
+                    false,
+                    &super::super::StopToken::new()
+                )
                 .await,
             Ok(Outcome::Task(_))
         ));
