@@ -67,8 +67,8 @@ const EXPECTED_FAILURES_2026: &[(&str, &str)] = &[];
 /// gateway, with the reason (also in docs/mcp.md); every other one must pass.
 const TASK_EXPECTED_FAILURES_2026: &[(&str, &str)] = &[(
     "tasks-mrtr-composition",
-    "wants a wrapped server's own task (`test_tool_with_task`, made on its second round); \
-     toolhost does not call a wrapped server's tools as tasks",
+    "wants a task made on the retry of an input_required round (`test_tool_with_task`); \
+     toolhost answers a retried round when its call ends, and no fixture has that tool",
 )];
 
 /// Required 2026-07-28 client scenarios (`client --requirements 2026-07-28`) that fail,

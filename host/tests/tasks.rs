@@ -41,6 +41,11 @@ fn rpc(
 /// `toolhost serve --http` in `dir` with `plugins`, the two tokens, its cache and data
 /// under `dir`.
 fn serve_with_tokens(dir: &Path, plugins: &str) -> ServeHttp {
+    serve_with_tokens_and(dir, plugins, &["--no-audit"])
+}
+
+/// [`serve_with_tokens`] with `extra` arguments instead of `--no-audit`.
+fn serve_with_tokens_and(dir: &Path, plugins: &str, extra: &[&str]) -> ServeHttp {
     let tokens = dir.join("tokens");
     std::fs::write(&tokens, format!("{OWNER}\n{OTHER}\n")).unwrap();
     #[cfg(unix)]
@@ -54,13 +59,16 @@ fn serve_with_tokens(dir: &Path, plugins: &str) -> ServeHttp {
         Path::new(env!("CARGO_BIN_EXE_toolhost")),
         dir,
         &[
-            "--no-audit",
-            "--no-watch",
-            "--plugins",
-            plugins,
-            "--auth-token-file",
-            tokens.to_str().unwrap(),
-        ],
+            extra,
+            &[
+                "--no-watch",
+                "--plugins",
+                plugins,
+                "--auth-token-file",
+                tokens.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
         &[("XDG_CACHE_HOME", &cache), ("XDG_DATA_HOME", &data)],
         "all tools loaded",
         Duration::from_secs(120),
@@ -428,4 +436,130 @@ fn the_operator_sets_which_tools_run_only_or_never_as_tasks() {
         "{}",
         serve.stderr()
     );
+}
+
+/// A folder whose toolhost.toml wraps the toolhost serving at `addr` as a 2026-07-28
+/// server (with the first bearer token), `timeout_secs` a call.
+fn outer_client(addr: &str, timeout_secs: u64) -> tempfile::TempDir {
+    let outer = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outer.path().join("plugins")).unwrap();
+    let token = outer.path().join("token");
+    std::fs::write(&token, format!("{OWNER}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    std::fs::write(
+        outer.path().join("toolhost.toml"),
+        format!(
+            "[mcp.servers.inner]\nurl = \"http://{addr}/mcp\"\nprotocol = \"2026-07-28\"\n\
+             bearer_token_file = {:?}\ntimeout_secs = {timeout_secs}\n\
+             default_risk = \"read-only\"\n",
+            token.display().to_string()
+        ),
+    )
+    .unwrap();
+    outer
+}
+
+/// `toolhost call TOOL ARGS` in `dir`, whose toolhost.toml wraps another toolhost.
+fn call_through(dir: &Path, tool: &str, args: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir)
+        .args(["call", tool, args, "--config"])
+        .arg(dir.join("toolhost.toml"))
+        .arg("--plugins")
+        .arg(dir.join("plugins"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env_remove("TOOLHOST_PLUGINS")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn toolhost_follows_a_wrapped_servers_task_and_cancels_one_it_gives_up() {
+    let Some(python) = toolhost_testkit::peers::python() else {
+        return;
+    };
+    // The wrapped server: a toolhost whose `add` (calc) and `wait` (a Python server's
+    // tool that sleeps as long as asked) run only as tasks, so a client that did not
+    // follow tasks could not call them at all (-32021).
+    let inner = tempfile::tempdir().unwrap();
+    let plugins = calc_and_hostile(inner.path(), "");
+    std::fs::write(
+        inner.path().join("toolhost.toml"),
+        format!(
+            "[mcp.servers.slow]\ncommand = {:?}\nargs = [{:?}]\ndefault_risk = \"read-only\"\n\
+             [serve]\ntask_support = {{ add = \"required\", wait = \"required\" }}\n",
+            python.display().to_string(),
+            toolhost_testkit::peers::mcp_fixture("slow_server.py")
+                .display()
+                .to_string()
+        ),
+    )
+    .unwrap();
+    let audit = inner.path().join("audit.jsonl");
+    let serve = serve_with_tokens_and(
+        inner.path(),
+        plugins.to_str().unwrap(),
+        &["--audit", audit.to_str().unwrap()],
+    );
+
+    // toolhost as its 2026-07-28 client: a budget of 20 s a call, and of 1 s.
+    let outer = outer_client(&serve.addr(), 20);
+    let hasty = outer_client(&serve.addr(), 1);
+
+    // A task followed to its end: the result as if answered at once.
+    let out = call_through(outer.path(), "add", r#"{"x": 40, "y": 2}"#);
+    let said = format!(
+        "{}{}\n--- inner:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        serve.stderr()
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("42"),
+        "{said}"
+    );
+
+    // A task that outlives the budget: given up with a timeout, and cancelled on the
+    // wrapped server before the call returns (`wait` would otherwise run a minute).
+    let out = call_through(hasty.path(), "wait", r#"{"seconds": 60}"#);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("did not answer"), "{said}");
+    let t0 = Instant::now();
+    let gave_up = loop {
+        let records = std::fs::read_to_string(&audit).unwrap_or_default();
+        let waited = records
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|r| r["tool"] == "wait");
+        if let Some(r) = waited {
+            break r;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the wrapped wait is still running:\n{records}\n{}",
+            serve.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(gave_up["error_kind"], "cancelled", "{gave_up}");
+
+    // And a good call after it.
+    let out = call_through(outer.path(), "add", r#"{"x": 1, "y": 2}"#);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains('3'));
 }

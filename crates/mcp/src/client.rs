@@ -28,6 +28,7 @@ mod http_client;
 mod listen;
 mod rounds;
 mod routes;
+mod tasks;
 mod transport;
 
 use routes::Pending;
@@ -463,9 +464,17 @@ impl McpClient {
         // are answered as its requests back are (the client of `serve` whose call it is,
         // or the person at the terminal), and the call is sent again with the answers,
         // at most `MAX_INPUT_ROUNDS` times.
+        // A task the server makes of the call is followed to its end by the same deadline
+        // (client/tasks.rs).
+        let deadline = tokio::time::Instant::now() + self.cfg.timeout;
         for _ in 0..=rounds::MAX_INPUT_ROUNDS {
             match self.call_tool_round(name, params.clone(), ctx).await? {
                 rounds::Round::Complete(result) => {
+                    self.shared.failures.store(0, Ordering::Relaxed);
+                    return output_from_result(&self.cfg.server, name, result);
+                }
+                rounds::Round::Task(task) => {
+                    let result = self.follow_task(name, task, deadline, ctx).await?;
                     self.shared.failures.store(0, Ordering::Relaxed);
                     return output_from_result(&self.cfg.server, name, result);
                 }
@@ -558,6 +567,7 @@ impl McpClient {
             ServerResult::CallToolResult(r) => r,
             ServerResult::EmptyResult(_) => CallToolResult::default(),
             ServerResult::InputRequiredResult(r) => return Ok(rounds::Round::Input(r)),
+            ServerResult::CreateTaskResult(t) => return Ok(rounds::Round::Task(t)),
             other => {
                 return Err(McpClientError::Protocol {
                     server: self.cfg.server.clone(),

@@ -174,6 +174,11 @@ impl McpClient {
         elicitation.form = Some(FormElicitationCapability::default());
         caps.elicitation = Some(elicitation);
         caps.roots = Some(RootsCapabilities::default());
+        // Tasks: a call the server makes a task of is followed to its end (tasks.rs).
+        caps.extensions.get_or_insert_with(Default::default).insert(
+            rmcp::model::TASKS_EXTENSION_ID.to_string(),
+            Default::default(),
+        );
         let mut info = ClientConfig::new(
             caps,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),

@@ -124,4 +124,6 @@ pub(super) enum Round {
     Complete(CallToolResult),
     /// The server's questions (2026-07-28 `input_required`).
     Input(rmcp::model::InputRequiredResult),
+    /// A task the server made of the call (the tasks extension), followed to its end.
+    Task(rmcp::model::CreateTaskResult),
 }

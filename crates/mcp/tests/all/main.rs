@@ -24,3 +24,4 @@ mod oauth_discovery;
 mod sandbox;
 mod server;
 mod support;
+mod task_hostile;
