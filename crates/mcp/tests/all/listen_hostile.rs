@@ -7,48 +7,21 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost_core::tools::ToolContext;
-use toolhost_mcp::config::McpProtocol;
-use toolhost_mcp::{McpClient, McpTransport};
+use toolhost_mcp::McpClient;
 
 use crate::support;
 
 /// The fixture in `mode` on a free port; killed on drop.
 async fn start(mode: &str) -> (tokio::process::Child, u16) {
-    let port = support::free_port();
-    let child = tokio::process::Command::new("node")
-        .arg(support::fixture("listen_hostile.cjs"))
-        .arg(mode)
-        .arg(port.to_string())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    support::wait_for_port(port).await;
-    (child, port)
+    support::node_fixture_on_port("listen_hostile.cjs", &[mode]).await
 }
 
 async fn stats(port: u16) -> Value {
-    reqwest::get(format!("http://127.0.0.1:{port}/stats"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    support::fixture_stats(port).await
 }
 
 async fn client(port: u16) -> McpClient {
-    let client = McpClient::new(
-        "hostile",
-        McpTransport::http(format!("http://127.0.0.1:{port}/mcp")),
-    )
-    .with_timeout(10)
-    .with_protocol(McpProtocol::Discover);
-    client.connect().await.unwrap();
-    assert_eq!(
-        client.protocol_version().await.as_deref(),
-        Some("2026-07-28")
-    );
-    client
+    support::client_2026(port, 10).await
 }
 
 async fn good_call(client: &McpClient) {

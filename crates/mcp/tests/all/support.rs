@@ -26,6 +26,49 @@ pub fn node(script: &std::path::Path, args: &[&str]) -> McpTransport {
     }
 }
 
+/// `node FIXTURE ARGS... PORT` (a raw-HTTP fixture of `tests/fixtures`) on a free port,
+/// once it listens; killed on drop.
+pub async fn node_fixture_on_port(name: &str, args: &[&str]) -> (tokio::process::Child, u16) {
+    let port = free_port();
+    let child = tokio::process::Command::new("node")
+        .arg(fixture(name))
+        .args(args)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    wait_for_port(port).await;
+    (child, port)
+}
+
+/// What a raw-HTTP fixture on `port` counted (its `GET /stats`).
+pub async fn fixture_stats(port: u16) -> serde_json::Value {
+    reqwest::get(format!("http://127.0.0.1:{port}/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A client of the 2026-07-28 server on `port` (`/mcp`), `timeout_secs` a request,
+/// connected and checked to speak that revision.
+pub async fn client_2026(port: u16, timeout_secs: u64) -> toolhost_mcp::McpClient {
+    let client = toolhost_mcp::McpClient::new(
+        "hostile",
+        McpTransport::http(format!("http://127.0.0.1:{port}/mcp")),
+    )
+    .with_timeout(timeout_secs)
+    .with_protocol(toolhost_mcp::config::McpProtocol::Discover);
+    client.connect().await.unwrap();
+    assert_eq!(
+        client.protocol_version().await.as_deref(),
+        Some("2026-07-28")
+    );
+    client
+}
+
 /// Logs to the test output when RUST_LOG is set.
 pub fn init_tracing() {
     let _ = tracing_subscriber::fmt()
