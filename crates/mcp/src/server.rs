@@ -47,7 +47,8 @@
 //! - A POST whose body is not JSON gets HTTP 400 with JSON-RPC error -32700 (parse error),
 //!   rather than rmcp's 415.
 //!
-//! This file holds [`McpServer`] and its MCP handler; the transports are beside it:
+//! This file holds [`McpServer`] and its MCP handler; `server/listing.rs` makes a tool's
+//! definition, `server/calls.rs` runs a `tools/call`; the transports are beside it:
 //! `server/stdio.rs` (stdin/stdout, any byte-stream pair), `server/http.rs` (the
 //! Streamable HTTP front and its limits) and `server/sessions.rs` (its session store).
 
@@ -62,14 +63,12 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     PromptsCapability, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
     ResultType, ServerCapabilities, ServerConfig, ServerResult, SubscribeRequestParams,
-    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams, UpdateTaskParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
-use toolhost_core::tools::{
-    Permission, RiskLevel, ServedHints, ToolContext, ToolEntry, ToolRegistry,
-};
+use toolhost_core::tools::{ToolContext, ToolRegistry};
 use tracing::Instrument;
 
 mod auth;
@@ -79,20 +78,22 @@ mod gateway_session;
 mod hints;
 mod http;
 mod listen;
+mod listing;
 mod rounds;
 mod sessions;
 mod stdio;
 mod tasks;
 
-use crate::content::icon_to_mcp;
 use crate::gateway::Gateway;
 use calls::{is_stateless, principal};
 use gateway_session::Session;
+use listing::tool_of;
 
 pub use auth::BearerTokens;
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
 pub use hints::{ListHints, STATIC_LIST_TTL};
 pub use http::{ANY_HOST, HttpLimits, HttpServeOptions, serve_connections};
+pub use listing::{annotations_for, annotations_rated};
 pub use sessions::{
     CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
 };
@@ -221,117 +222,7 @@ impl McpServer {
     }
 }
 
-/// The MCP annotations derived from a tool's declared permissions.
-pub fn annotations_for(name: &str, permissions: &[Permission]) -> ToolAnnotations {
-    annotations_rated(name, permissions, RiskLevel::of(permissions))
-}
-
-/// The MCP annotations of a tool with these permissions and this risk level (which the
-/// operator's rating may have raised above what the permissions say).
-pub fn annotations_rated(
-    name: &str,
-    permissions: &[Permission],
-    risk: RiskLevel,
-) -> ToolAnnotations {
-    let hints = ServedHints::rated(permissions, risk);
-    ToolAnnotations::with_title(name)
-        .read_only(hints.read_only)
-        .destructive(hints.destructive)
-        .open_world(hints.open_world)
-}
-
-fn tool_of(entry: &ToolEntry) -> Tool {
-    let schema: JsonObject = match entry.parameters() {
-        Value::Object(m) => m.clone(),
-        _ => JsonObject::new(),
-    };
-    let meta = entry.metadata();
-    let mut tool = Tool::new(
-        entry.name().to_string(),
-        entry.description().to_string(),
-        Arc::new(schema),
-    )
-    .with_annotations(annotations_rated(
-        meta.title.as_deref().unwrap_or(entry.name()),
-        entry.permissions(),
-        entry.risk(),
-    ));
-    // Title, icons and output schema are served when the source gave them (a wrapped MCP
-    // server's tool); native and WASM tools set none of them.
-    if let Some(title) = &meta.title {
-        tool = tool.with_title(title.clone());
-    }
-    if !meta.icons.is_empty() {
-        tool = tool.with_icons(meta.icons.iter().map(icon_to_mcp).collect());
-    }
-    if let Some(Value::Object(o)) = &meta.output_schema {
-        tool = tool.with_raw_output_schema(Arc::new(o.clone()));
-    }
-    tool
-}
-
 impl McpServer {
-    /// `tools/call`, inside its span (see `call_tool`).
-    async fn call_tool_traced(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let name = request.name.to_string();
-        let support = self.task_support.get(&name).copied().unwrap_or_default();
-        let takes_tasks = tasks::client_takes_tasks(&context);
-        match support {
-            // Refused before anything runs: the call could not be answered otherwise.
-            TaskSupport::Required if !takes_tasks => return Err(tasks::tasks_required(&name)),
-            // Its questions are the task's, never a round's: a `requestState` cannot
-            // belong to it and is ignored.
-            TaskSupport::Required => {
-                return self.call_maybe_as_task(name, args, &context, support).await;
-            }
-            TaskSupport::Optional if takes_tasks && request.request_state.is_none() => {
-                return self.call_maybe_as_task(name, args, &context, support).await;
-            }
-            TaskSupport::Optional | TaskSupport::Forbidden => {}
-        }
-        if !is_stateless(&context) {
-            // The client itself travels with the call: a wrapped server's sampling or
-            // elicitation request, or an approval, is asked of this client.
-            let client =
-                crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
-            let cancel = context.ct.child_token();
-            let result = self.call_future(name, args, client, cancel, &context).await;
-            return Ok(CallToolResponse::Complete(result));
-        }
-        let rounds = self.rounds_or_refuse()?;
-        let binding = rounds::binding(&principal(&context), "tools/call", &name, &args);
-        let capabilities = context.meta.client_capabilities().unwrap_or_default();
-        let step = rounds
-            .run(
-                binding,
-                request.request_state.as_deref(),
-                request.input_responses.as_ref(),
-                capabilities,
-                &self.session.id,
-                &context.ct,
-                |client, cancel| {
-                    let call = self.call_future(name, args, client, cancel, &context);
-                    async move { Ok(ServerResult::CallToolResult(call.await)) }
-                },
-            )
-            .await?;
-        match step {
-            rounds::Step::Done(done) => match *done {
-                ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
-                _ => Err(ErrorData::internal_error(
-                    "tools/call produced another kind of result",
-                    None,
-                )),
-            },
-            rounds::Step::Input(input) => Ok(CallToolResponse::InputRequired(input)),
-        }
-    }
-
     fn gateway_or_not_found(&self, method: &'static str) -> Result<&Gateway, ErrorData> {
         self.gateway
             .as_ref()
@@ -684,41 +575,5 @@ impl ServerHandler for McpServer {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         listen::forward_changes(&self.registry, self.gateway.as_ref(), context).await;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn permissions_become_annotations() {
-        let a = annotations_for("t", &[]);
-        assert_eq!(
-            (a.read_only_hint, a.destructive_hint, a.open_world_hint),
-            (Some(true), Some(false), Some(false))
-        );
-        let a = annotations_for("t", &[Permission::Read, Permission::Network]);
-        assert_eq!(
-            (a.read_only_hint, a.destructive_hint, a.open_world_hint),
-            (Some(true), Some(false), Some(true))
-        );
-        let a = annotations_for("t", &[Permission::Delete]);
-        assert_eq!(
-            (a.read_only_hint, a.destructive_hint),
-            (Some(false), Some(true))
-        );
-        // A tool the operator rated destructive (an unannotated MCP tool) is served as
-        // destructive, never as read-only, though it declares nothing.
-        let a = annotations_rated("t", &[], RiskLevel::Destructive);
-        assert_eq!(
-            (a.read_only_hint, a.destructive_hint),
-            (Some(false), Some(true))
-        );
-        let a = annotations_for("t", &[Permission::Write]);
-        assert_eq!(
-            (a.read_only_hint, a.destructive_hint),
-            (Some(false), Some(false))
-        );
     }
 }

@@ -1,18 +1,23 @@
-//! The parts of [`McpServer`]'s handler that run a request as a task of its own: the
-//! registry pipeline of one `tools/call`, and what a 2026-07-28 request is bound to
-//! (its sender and revision) for its multi-round-trip rounds (`rounds.rs`).
+//! The parts of [`McpServer`]'s handler that run a `tools/call`: which way it goes (a
+//! task, by the tool's task support and the client's extensions; the session's own
+//! client; a 2026-07-28 multi-round-trip round), the registry pipeline of the call as a
+//! task of its own, and what a 2026-07-28 request is bound to (its sender and revision)
+//! for its rounds (`rounds.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    ProgressNotificationParam, ServerResult,
+};
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use toolhost_core::tools::{ToolCall, ToolContext, ToolOutput};
 
-use super::{McpServer, StopToken, rounds};
+use super::{McpServer, StopToken, TaskSupport, rounds, tasks};
 use crate::content::block_to_mcp;
 
 /// Whether the request is of the 2026-07-28 revision or later (stateless: its client
@@ -162,4 +167,67 @@ fn error_result(kind: &str, message: String) -> CallToolResult {
     let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
     r.structured_content = Some(json!({"error": kind, "message": message}));
     r
+}
+
+impl McpServer {
+    /// `tools/call`, inside its span (see `call_tool`).
+    pub(super) async fn call_tool_traced(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let name = request.name.to_string();
+        let support = self.task_support.get(&name).copied().unwrap_or_default();
+        let takes_tasks = tasks::client_takes_tasks(&context);
+        match support {
+            // Refused before anything runs: the call could not be answered otherwise.
+            TaskSupport::Required if !takes_tasks => return Err(tasks::tasks_required(&name)),
+            // Its questions are the task's, never a round's: a `requestState` cannot
+            // belong to it and is ignored.
+            TaskSupport::Required => {
+                return self.call_maybe_as_task(name, args, &context, support).await;
+            }
+            TaskSupport::Optional if takes_tasks && request.request_state.is_none() => {
+                return self.call_maybe_as_task(name, args, &context, support).await;
+            }
+            TaskSupport::Optional | TaskSupport::Forbidden => {}
+        }
+        if !is_stateless(&context) {
+            // The client itself travels with the call: a wrapped server's sampling or
+            // elicitation request, or an approval, is asked of this client.
+            let client =
+                crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
+            let cancel = context.ct.child_token();
+            let result = self.call_future(name, args, client, cancel, &context).await;
+            return Ok(CallToolResponse::Complete(result));
+        }
+        let rounds = self.rounds_or_refuse()?;
+        let binding = rounds::binding(&principal(&context), "tools/call", &name, &args);
+        let capabilities = context.meta.client_capabilities().unwrap_or_default();
+        let step = rounds
+            .run(
+                binding,
+                request.request_state.as_deref(),
+                request.input_responses.as_ref(),
+                capabilities,
+                &self.session.id,
+                &context.ct,
+                |client, cancel| {
+                    let call = self.call_future(name, args, client, cancel, &context);
+                    async move { Ok(ServerResult::CallToolResult(call.await)) }
+                },
+            )
+            .await?;
+        match step {
+            rounds::Step::Done(done) => match *done {
+                ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+                _ => Err(ErrorData::internal_error(
+                    "tools/call produced another kind of result",
+                    None,
+                )),
+            },
+            rounds::Step::Input(input) => Ok(CallToolResponse::InputRequired(input)),
+        }
+    }
 }
