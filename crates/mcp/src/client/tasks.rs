@@ -104,39 +104,12 @@ impl McpClient {
         let mut pause = poll_pause(created.task.poll_interval_ms);
         let mut rounds = 0;
         let mut ended = false;
-        let outcome: Result<CallToolResult, McpClientError> = async {
+        let follow = async {
             loop {
-                let wake = (Instant::now() + pause).min(deadline);
-                tokio::select! {
-                    () = tokio::time::sleep_until(wake) => {}
-                    () = ctx.cancellation_token().cancelled() => {
-                        return Err(McpClientError::Cancelled {
-                            server: server.clone(),
-                            tool: name.to_string(),
-                        });
-                    }
-                }
-                let late = || McpClientError::Timeout {
-                    server: server.clone(),
-                    what: what.clone(),
-                    timeout: self.cfg.timeout,
-                };
-                if Instant::now() >= deadline {
-                    return Err(late());
-                }
-                let got = tokio::select! {
-                    r = tokio::time::timeout_at(deadline, peer.get_task(GetTaskParams::new(id.clone()))) => r,
-                    () = ctx.cancellation_token().cancelled() => {
-                        return Err(McpClientError::Cancelled {
-                            server: server.clone(),
-                            tool: name.to_string(),
-                        });
-                    }
-                };
-                let got = match got {
-                    Ok(Ok(got)) => got.task,
-                    Ok(Err(e)) => return Err(self.request_error(e, &what).await),
-                    Err(_) => return Err(late()),
+                tokio::time::sleep(pause).await;
+                let got = match peer.get_task(GetTaskParams::new(id.clone())).await {
+                    Ok(got) => got.task,
+                    Err(e) => return Err(self.request_error(e, &what).await),
                 };
                 if got.task.task_id != id {
                     return Err(protocol(format!(
@@ -157,16 +130,11 @@ impl McpClient {
                             )));
                         }
                         let answers = self.answer_inputs(Some(input_requests), ctx).await;
-                        let sent = tokio::time::timeout_at(
-                            deadline,
-                            peer.update_task(UpdateTaskParams::new(id.clone(), answers)),
-                        )
-                        .await;
-                        match sent {
-                            Ok(Ok(())) => pause = MIN_POLL,
-                            Ok(Err(e)) => return Err(self.request_error(e, &what).await),
-                            Err(_) => return Err(late()),
+                        let params = UpdateTaskParams::new(id.clone(), answers);
+                        if let Err(e) = peer.update_task(params).await {
+                            return Err(self.request_error(e, &what).await);
                         }
+                        pause = MIN_POLL;
                     }
                     TaskPayload::Completed { result } => {
                         ended = true;
@@ -191,8 +159,22 @@ impl McpClient {
                     _ => {}
                 }
             }
-        }
-        .await;
+        };
+        // One deadline and one cancellation for the whole following: the pauses, the
+        // polls, the questions and the answers.
+        let outcome = tokio::select! {
+            r = tokio::time::timeout_at(deadline, follow) => r.unwrap_or_else(|_| {
+                Err(McpClientError::Timeout {
+                    server: server.clone(),
+                    what: what.clone(),
+                    timeout: self.cfg.timeout,
+                })
+            }),
+            () = ctx.cancellation_token().cancelled() => Err(McpClientError::Cancelled {
+                server: server.clone(),
+                tool: name.to_string(),
+            }),
+        };
         // Given up (the deadline, the caller, the server's misbehaviour): the task is
         // cancelled before the call returns, so a process about to exit (`toolhost call`)
         // still sends it; at most [`CANCEL_WAIT`].
