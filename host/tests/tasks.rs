@@ -75,6 +75,18 @@ fn serve_with_tokens_and(dir: &Path, plugins: &str, extra: &[&str]) -> ServeHttp
     )
 }
 
+/// `tools/call` of `tool` with `args` as the holder of `token`, declaring `caps`.
+fn call_tool(addr: &str, token: &str, tool: &str, args: Value, caps: Value) -> Value {
+    rpc(
+        addr,
+        token,
+        "tools/call",
+        Some(tool),
+        json!({"name": tool, "arguments": args}),
+        caps,
+    )
+}
+
 /// `method` (`tasks/get`, `tasks/cancel`) on task `id` as the holder of `token`.
 fn on_task(addr: &str, token: &str, method: &str, id: &str) -> Value {
     rpc(
@@ -112,14 +124,7 @@ fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
     let addr = serve.addr();
 
     // The long call: a task, flat (taskId, status, ttlMs at the top), no result yet.
-    let created = rpc(
-        &addr,
-        OWNER,
-        "tools/call",
-        Some("spin"),
-        json!({"name": "spin", "arguments": {}}),
-        tasks_caps(),
-    );
+    let created = call_tool(&addr, OWNER, "spin", json!({}), tasks_caps());
     let task = &created["result"];
     assert_eq!(task["resultType"], "task", "{created}\n{}", serve.stderr());
     let id = task["taskId"].as_str().unwrap().to_string();
@@ -177,14 +182,7 @@ fn a_long_call_becomes_a_task_only_its_owner_sees_and_cancels() {
     assert_eq!(status, "cancelled", "{}", serve.stderr());
 
     // A quick call of a task-taking client is answered at once, not as a task.
-    let m = rpc(
-        &addr,
-        OWNER,
-        "tools/call",
-        Some("add"),
-        json!({"name": "add", "arguments": {"x": 40, "y": 2}}),
-        tasks_caps(),
-    );
+    let m = call_tool(&addr, OWNER, "add", json!({"x": 40, "y": 2}), tasks_caps());
     assert_eq!(m["result"]["resultType"], "complete", "{m}");
     assert!(m["result"].to_string().contains("42"), "{m}");
     // A client that does not take tasks gets no task, and no task methods.
@@ -275,12 +273,11 @@ fn a_call_that_asks_becomes_a_task_answered_only_by_its_owner() {
     let addr = serve.addr();
     let schema = json!({"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]});
     let ask = |token: &str| {
-        rpc(
+        call_tool(
             &addr,
             token,
-            "tools/call",
-            Some("ask"),
-            json!({"name": "ask", "arguments": {"message": "Favourite colour?", "schema": schema.to_string()}}),
+            "ask",
+            json!({"message": "Favourite colour?", "schema": schema.to_string()}),
             ask_caps(),
         )
     };
@@ -370,16 +367,7 @@ fn the_operator_sets_which_tools_run_only_or_never_as_tasks() {
     .unwrap();
     let serve = serve_with_tokens(dir.path(), plugins.to_str().unwrap());
     let addr = serve.addr();
-    let add = |caps: Value| {
-        rpc(
-            &addr,
-            OWNER,
-            "tools/call",
-            Some("add"),
-            json!({"name": "add", "arguments": {"x": 40, "y": 2}}),
-            caps,
-        )
-    };
+    let add = |caps: Value| call_tool(&addr, OWNER, "add", json!({"x": 40, "y": 2}), caps);
 
     // A client that does not take tasks: refused before anything runs, told which
     // extension to declare.
@@ -395,14 +383,7 @@ fn the_operator_sets_which_tools_run_only_or_never_as_tasks() {
         "{m}"
     );
     // Another tool of the same client is called as usual.
-    let m = rpc(
-        &addr,
-        OWNER,
-        "tools/call",
-        Some("multiply"),
-        json!({"name": "multiply", "arguments": {"x": 6, "y": 7}}),
-        json!({}),
-    );
+    let m = call_tool(&addr, OWNER, "multiply", json!({"x": 6, "y": 7}), json!({}));
     assert_eq!(m["result"]["resultType"], "complete", "{m}");
     assert!(m["result"].to_string().contains("42"), "{m}");
 
@@ -416,14 +397,7 @@ fn the_operator_sets_which_tools_run_only_or_never_as_tasks() {
 
     // A forbidden tool is answered when it ends, never as a task, even past the
     // threshold.
-    let m = rpc(
-        &addr,
-        OWNER,
-        "tools/call",
-        Some("spin"),
-        json!({"name": "spin", "arguments": {}}),
-        tasks_caps(),
-    );
+    let m = call_tool(&addr, OWNER, "spin", json!({}), tasks_caps());
     assert_eq!(m["result"]["resultType"], "complete", "{m}");
     assert_eq!(m["result"]["isError"], true, "{m}");
     assert!(m["result"].get("taskId").is_none(), "{m}");

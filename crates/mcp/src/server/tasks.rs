@@ -539,24 +539,26 @@ mod tests {
         assert!(stop.is_cancelled(), "the call runs on");
     }
 
+    /// [`Tasks::run`] of an [`endless`] call of `owner`, stopped by `stop`, that asks nothing
+    /// and whose request is never cancelled.
+    async fn run_endless(
+        tasks: &Tasks,
+        owner: &str,
+        stop: super::super::StopToken,
+    ) -> Result<Outcome, ErrorData> {
+        let asker = TaskAsker::new(ClientCapabilities::default());
+        let request = super::super::StopToken::new();
+        tasks
+            .run(owner.into(), endless(&stop), stop, &asker, false, &request)
+            .await
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_client_gets_at_most_its_share_of_tasks_and_others_keep_theirs() {
         let tasks = Tasks::default();
         let mut ids = Vec::new();
         for _ in 0..MAX_TASKS_PER_CLIENT {
-            let stop = super::super::StopToken::new();
-            let asker = TaskAsker::new(ClientCapabilities::default());
-            match tasks
-                .run(
-                    "a".into(),
-                    endless(&stop),
-                    stop,
-                    &asker,
-                    false,
-                    &super::super::StopToken::new(),
-                )
-                .await
-            {
+            match run_endless(&tasks, "a", super::super::StopToken::new()).await {
                 Ok(Outcome::Task(t)) => ids.push(t.task.task_id),
                 _ => panic!("no task within the share"),
             }
@@ -568,34 +570,14 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             stopper.cancel();
         });
-        let asker = TaskAsker::new(ClientCapabilities::default());
         assert!(matches!(
-            tasks
-                .run(
-                    "a".into(),
-                    endless(&stop),
-                    stop,
-                    &asker,
-                    false,
-                    &super::super::StopToken::new()
-                )
-                .await,
+            run_endless(&tasks, "a", stop).await,
             Ok(Outcome::Done(_))
         ));
         // Another client still gets its task, and cannot see the first client's.
         let stop = super::super::StopToken::new();
-        let asker = TaskAsker::new(ClientCapabilities::default());
         assert!(matches!(
-            tasks
-                .run(
-                    "b".into(),
-                    endless(&stop),
-                    stop,
-                    &asker,
-                    false,
-                    &super::super::StopToken::new()
-                )
-                .await,
+            run_endless(&tasks, "b", stop).await,
             Ok(Outcome::Task(_))
         ));
         assert!(tasks.get(&ids[0], "b").is_err());
