@@ -38,6 +38,16 @@ fn rpc(
     rpc_message(&r).unwrap_or_else(|| panic!("no message: {} {}", r.head, r.body))
 }
 
+/// Writes `text` to `path`, readable by its owner only (as toolhost wants a token file).
+fn write_private(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+}
+
 /// `toolhost serve --http` in `dir` with `plugins`, the two tokens, its cache and data
 /// under `dir`.
 fn serve_with_tokens(dir: &Path, plugins: &str) -> ServeHttp {
@@ -47,12 +57,7 @@ fn serve_with_tokens(dir: &Path, plugins: &str) -> ServeHttp {
 /// [`serve_with_tokens`] with `extra` arguments instead of `--no-audit`.
 fn serve_with_tokens_and(dir: &Path, plugins: &str, extra: &[&str]) -> ServeHttp {
     let tokens = dir.join("tokens");
-    std::fs::write(&tokens, format!("{OWNER}\n{OTHER}\n")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
+    write_private(&tokens, &format!("{OWNER}\n{OTHER}\n"));
     let cache = dir.join("cache").display().to_string();
     let data = dir.join("data").display().to_string();
     ServeHttp::start(
@@ -418,12 +423,7 @@ fn outer_client(addr: &str, timeout_secs: u64) -> tempfile::TempDir {
     let outer = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(outer.path().join("plugins")).unwrap();
     let token = outer.path().join("token");
-    std::fs::write(&token, format!("{OWNER}\n")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
+    write_private(&token, &format!("{OWNER}\n"));
     std::fs::write(
         outer.path().join("toolhost.toml"),
         format!(

@@ -239,18 +239,15 @@ fn complete_result_type(result_type: &mut Option<ResultType>) {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
+        // Long tool calls as tasks (server/tasks.rs).
         let mut caps = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         // Logs: the wrapped servers' and, later, the plugins'. Resources, prompts and
         // completions: what the wrapped servers offer (empty lists without any).
         caps.logging = Some(JsonObject::new());
-        // Long tool calls as tasks (server/tasks.rs).
-        caps.extensions.get_or_insert_with(Default::default).insert(
-            rmcp::model::TASKS_EXTENSION_ID.to_string(),
-            JsonObject::new(),
-        );
         if self.gateway.is_some() {
             let mut resources = ResourcesCapability::default();
             resources.subscribe = Some(true);

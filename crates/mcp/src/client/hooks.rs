@@ -168,17 +168,13 @@ impl McpClient {
     pub(super) fn hooks(&self) -> Hooks {
         // Declared so wrapped servers may ask; each request is passed on to the client of
         // `serve` whose call it belongs to, and refused when that client cannot take it.
-        let mut caps = ClientCapabilities::default();
+        // Tasks: a call the server makes a task of is followed to its end (tasks.rs).
+        let mut caps = ClientCapabilities::builder().enable_tasks().build();
         caps.sampling = Some(SamplingCapability::default());
         let mut elicitation = ElicitationCapability::default();
         elicitation.form = Some(FormElicitationCapability::default());
         caps.elicitation = Some(elicitation);
         caps.roots = Some(RootsCapabilities::default());
-        // Tasks: a call the server makes a task of is followed to its end (tasks.rs).
-        caps.extensions.get_or_insert_with(Default::default).insert(
-            rmcp::model::TASKS_EXTENSION_ID.to_string(),
-            Default::default(),
-        );
         let mut info = ClientConfig::new(
             caps,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),

@@ -65,16 +65,15 @@ impl Drop for CancelOnDrop {
         };
         let peer = self.peer.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                // Best effort: the server may be gone; it ends its task at its own TTL.
-                let _ = tokio::time::timeout(
-                    CANCEL_WAIT,
-                    peer.cancel_task(CancelTaskParams::new(task)),
-                )
-                .await;
-            });
+            rt.spawn(async move { cancel(&peer, task).await });
         }
     }
+}
+
+/// Sends `tasks/cancel` for `task`, waiting at most [`CANCEL_WAIT`]. Best effort: the
+/// server may be gone, and it ends its task at its own TTL.
+async fn cancel(peer: &Peer<RoleClient>, task: String) {
+    let _ = tokio::time::timeout(CANCEL_WAIT, peer.cancel_task(CancelTaskParams::new(task))).await;
 }
 
 impl McpClient {
@@ -87,7 +86,7 @@ impl McpClient {
         ctx: &ToolContext,
     ) -> Result<CallToolResult, McpClientError> {
         let server = self.cfg.server.clone();
-        let what = format!("tools/call {name} (task {})", created.task.task_id);
+        let what = format!("tools/call {name} (task {})", clip(&created.task.task_id));
         let protocol = |message: String| McpClientError::Protocol {
             server: server.clone(),
             what: what.clone(),
@@ -179,9 +178,7 @@ impl McpClient {
         // cancelled before the call returns, so a process about to exit (`toolhost call`)
         // still sends it; at most [`CANCEL_WAIT`].
         if let Some(task) = armed.task.take().filter(|_| !ended) {
-            let _ =
-                tokio::time::timeout(CANCEL_WAIT, peer.cancel_task(CancelTaskParams::new(task)))
-                    .await;
+            cancel(&peer, task).await;
         }
         outcome
     }

@@ -180,18 +180,17 @@ impl McpServer {
         let name = request.name.to_string();
         let support = self.task_support.get(&name).copied().unwrap_or_default();
         let takes_tasks = tasks::client_takes_tasks(&context);
-        match support {
+        let as_task = match support {
             // Refused before anything runs: the call could not be answered otherwise.
             TaskSupport::Required if !takes_tasks => return Err(tasks::tasks_required(&name)),
             // Its questions are the task's, never a round's: a `requestState` cannot
             // belong to it and is ignored.
-            TaskSupport::Required => {
-                return self.call_maybe_as_task(name, args, &context, support).await;
-            }
-            TaskSupport::Optional if takes_tasks && request.request_state.is_none() => {
-                return self.call_maybe_as_task(name, args, &context, support).await;
-            }
-            TaskSupport::Optional | TaskSupport::Forbidden => {}
+            TaskSupport::Required => true,
+            TaskSupport::Optional => takes_tasks && request.request_state.is_none(),
+            TaskSupport::Forbidden => false,
+        };
+        if as_task {
+            return self.call_maybe_as_task(name, args, &context, support).await;
         }
         if !is_stateless(&context) {
             // The client itself travels with the call: a wrapped server's sampling or

@@ -77,22 +77,15 @@ pub enum TaskSupport {
 /// `-32021`, with the extension it must declare in `data.requiredCapabilities` (the
 /// shape of the client capabilities).
 pub(crate) fn tasks_required(tool: &str) -> ErrorData {
-    let mut required = ClientCapabilities::default();
-    required
-        .extensions
-        .get_or_insert_with(Default::default)
-        .insert(
-            rmcp::model::TASKS_EXTENSION_ID.to_string(),
-            Default::default(),
-        );
-    ErrorData::new(
-        rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        format!(
-            "the tool `{tool}` runs only as a task: declare the {} extension to call it",
-            rmcp::model::TASKS_EXTENSION_ID
-        ),
-        Some(serde_json::json!({ "requiredCapabilities": required })),
+    let mut e = ErrorData::missing_required_client_capability(
+        ClientCapabilities::builder().enable_tasks().build(),
+    );
+    e.message = format!(
+        "the tool `{tool}` runs only as a task: declare the {} extension to call it",
+        rmcp::model::TASKS_EXTENSION_ID
     )
+    .into();
+    e
 }
 
 /// The error of a call that must be a task when the bounds leave no room for one.
