@@ -25,6 +25,7 @@ pub mod mcp_trust;
 pub mod new;
 pub mod progress;
 pub mod publish;
+pub mod release;
 pub mod remove;
 pub mod serve;
 pub mod term;
@@ -84,6 +85,8 @@ enum Command {
     /// Check that the plugins folder and its lock agree (`--check`).
     Lock(lock::LockArgs),
     /// Push a component (with its request file and signature) to an OCI registry.
+    /// (`publish --version` is the release version; `toolhost --version` is toolhost's.)
+    #[command(disable_version_flag = true)]
     Publish(publish::PublishArgs),
     /// Log in to (or out of) an MCP server that asks for OAuth: `mcp login NAME`.
     Mcp(mcp::McpArgs),

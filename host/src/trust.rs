@@ -35,6 +35,7 @@ pub use candidate::{Candidate, file_source};
 pub use mcp::{McpWithheld, connect_mcp, mcp_tool_def};
 pub use offer::LoadRules;
 use offer::PrepareJob;
+pub use offer::package_signature;
 pub(crate) use offer::{
     Prepared, prepare_plugin, read_lock, record_update, register_prepared, warm_later,
 };
@@ -189,6 +190,9 @@ pub struct PluginTrust {
     /// Tools offered but refusing because they need a requested folder that does not
     /// exist: (tool, why and how to fix it). The plugin's other tools are unaffected.
     pub missing_folder: Vec<(String, String)>,
+    /// The approved release version (after an accepted update, the new one); `None`:
+    /// unversioned or unapproved.
+    pub version: Option<toolhost_trust::Version>,
 }
 
 impl PluginTrust {
@@ -237,10 +241,15 @@ impl PluginTrust {
     fn state_warning(&self, dir: &Path) -> Option<String> {
         let hint = approve_hint(&self.name, dir);
         match &self.state {
-            TrustState::Held { reason } => Some(format!(
-                "plugin {} is held ({}); its tools are not offered until `{hint}`",
+            TrustState::Held { reason, cause } => Some(format!(
+                "plugin {} is held ({}); its tools are not offered until `{hint}{}`",
                 self.name,
-                clean(reason)
+                clean(reason),
+                if *cause == toolhost_trust::HeldCause::Release {
+                    " --allow-downgrade"
+                } else {
+                    ""
+                }
             )),
             TrustState::Changed { withheld } => Some(format!(
                 "plugin {}: tool definitions changed since approval ({}); withheld until `{hint}`",

@@ -53,6 +53,8 @@ async fn publish_signs_and_pushes_and_refuses_a_bad_signature_file() {
         &target,
         "--signature",
         &bogus.display().to_string(),
+        "--version",
+        "1.0.0",
     ]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -64,13 +66,40 @@ async fn publish_signs_and_pushes_and_refuses_a_bad_signature_file() {
         "nothing was pushed"
     );
 
-    // Good call: --sign with the minisign key.
+    // Hostile: a signed package with no version (the tag `1.0` is not one, the component
+    // has no `version` metadata), a malformed version, an overlong one: each refused,
+    // naming why, and nothing is pushed.
+    let sign = secret.display().to_string();
+    let long = format!("1.0.0-{}", "x".repeat(64));
+    let cases: [(&[&str], &str); 3] = [
+        (&[], "needs a release version"),
+        (&["--version", "1.0"], "not a semantic version"),
+        (&["--version", &long], "longer than 64"),
+    ];
+    for (extra, why) in cases {
+        let mut args = vec!["publish", &wasm_arg, &target, "--sign", &sign];
+        args.extend(extra.iter().copied());
+        let out = toolhost(&args);
+        assert!(!out.status.success(), "{extra:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(why), "{extra:?}: {stderr}");
+    }
+    assert!(
+        fetch(&Source::parse(&target).unwrap(), &FetchOptions::default())
+            .await
+            .is_err(),
+        "nothing was pushed"
+    );
+
+    // Good call: --sign with the minisign key, as release 1.0.0.
     let out = toolhost(&[
         "publish",
         &wasm_arg,
         &target,
         "--sign",
-        &secret.display().to_string(),
+        &sign,
+        "--version",
+        "1.0.0",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
@@ -83,6 +112,7 @@ async fn publish_signs_and_pushes_and_refuses_a_bad_signature_file() {
     assert_eq!(got.wasm, wasm);
     assert_eq!(got.request.as_deref(), Some(request));
     let sig = got.signature.expect("a signature layer");
+    let shipped = got.statement.expect("a statement layer");
     // The signature is over the package statement, which `--statement-out` writes for an
     // offline signer: the real minisign accepts toolhost's signature over that file.
     let statement = dir.path().join("calc.statement");
@@ -92,17 +122,20 @@ async fn publish_signs_and_pushes_and_refuses_a_bad_signature_file() {
         &target,
         "--statement-out",
         &statement.display().to_string(),
+        "--version",
+        "1.0.0",
     ]);
     assert!(out.status.success(), "{out:?}");
     let text = std::fs::read_to_string(&statement).unwrap();
     assert_eq!(
         text,
         format!(
-            "toolhost package statement v1\nname: calc\ncomponent: {}\nrequest: {}\n",
+            "toolhost package statement v2\nname: calc\nversion: 1.0.0\ncomponent: {}\nrequest: {}\n",
             sha256_digest(&wasm),
             sha256_digest(request.as_bytes())
         )
     );
+    assert_eq!(shipped, text, "the pushed statement is the one signed");
     let sig_path = dir.path().join("calc.statement.minisig");
     std::fs::write(&sig_path, &sig).unwrap();
     let out = Command::new(&keys.minisign)
@@ -116,4 +149,22 @@ async fn publish_signs_and_pushes_and_refuses_a_bad_signature_file() {
     assert!(out.status.success(), "minisign -V: {out:?}");
     let key = std::fs::read_to_string(public).unwrap();
     assert!(verify_signature(text.as_bytes(), &sig, &[key]).is_ok());
+
+    // Without --version, the component's own `version` metadata names the release (a
+    // custom section `version`, as `wasm-tools metadata add --version` writes it).
+    let mut tagged = wasm.clone();
+    let payload = [&[7u8][..], b"version", b"4.2.0"].concat();
+    tagged.push(0);
+    tagged.push(payload.len() as u8);
+    tagged.extend_from_slice(&payload);
+    std::fs::write(&wasm_path, &tagged).unwrap();
+    let out = toolhost(&[
+        "publish",
+        &wasm_arg,
+        "--statement-out",
+        &statement.display().to_string(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&statement).unwrap();
+    assert!(text.contains("\nversion: 4.2.0\n"), "{text}");
 }

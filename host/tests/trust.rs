@@ -158,10 +158,15 @@ fn tool_names(list: &Value) -> Vec<String> {
 /// The same component with a custom section appended: a new file (new digest) that
 /// behaves exactly as before, as a rebuilt release of the plugin would.
 fn rebuilt(bytes: &[u8], tag: &str) -> Vec<u8> {
-    let name = b"toolhost-test";
+    with_section(bytes, "toolhost-test", tag)
+}
+
+/// The component with a custom section `name` holding `data` appended (a `version`
+/// section is the release version in the component's own metadata).
+fn with_section(bytes: &[u8], name: &str, data: &str) -> Vec<u8> {
     let mut payload = vec![name.len() as u8];
-    payload.extend_from_slice(name);
-    payload.extend_from_slice(tag.as_bytes());
+    payload.extend_from_slice(name.as_bytes());
+    payload.extend_from_slice(data.as_bytes());
     let mut out = bytes.to_vec();
     out.push(0); // custom section id
     let mut len = payload.len();
@@ -621,16 +626,22 @@ fn release(request: &str) -> tempfile::TempDir {
     dir
 }
 
-/// Signs the package of `wasm` (its `NAME.toml` beside it) as an offline signer does:
-/// `toolhost publish --statement-out` writes the statement, the real `minisign -S` signs it,
-/// and the signature goes beside the component as `NAME.wasm.minisig`.
+/// Signs the package of `wasm` (its `NAME.toml` beside it) as release 1.0.0.
 fn sign_package(k: &Keys, wasm: &Path) {
-    let statement = wasm.with_extension("statement");
+    sign_release(k, wasm, "1.0.0");
+}
+
+/// Signs the package of `wasm` as release `version`, as an offline signer does:
+/// `toolhost publish --statement-out` writes the statement, the real `minisign -S` signs
+/// it, and both go beside the component (`NAME.wasm.statement`, `NAME.wasm.minisig`).
+fn sign_release(k: &Keys, wasm: &Path, version: &str) {
+    let statement = beside(wasm, ".statement");
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("publish")
         .arg(wasm)
         .arg("--statement-out")
         .arg(&statement)
+        .args(["--version", version])
         .output()
         .unwrap();
     assert!(
@@ -639,13 +650,15 @@ fn sign_package(k: &Keys, wasm: &Path) {
         show(&out)
     );
     let sig = k.sign_file(&statement).unwrap();
-    let mut beside = wasm.as_os_str().to_owned();
-    beside.push(".minisig");
-    std::fs::write(beside, sig).unwrap();
-    std::fs::remove_file(&statement).unwrap();
-    let mut stray = statement.into_os_string();
-    stray.push(".minisig");
-    let _ = std::fs::remove_file(stray);
+    std::fs::write(beside(wasm, ".minisig"), sig).unwrap();
+    let _ = std::fs::remove_file(beside(&statement, ".minisig"));
+}
+
+/// `path` with `ext` appended to its name.
+fn beside(path: &Path, ext: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(ext);
+    PathBuf::from(p)
 }
 
 fn entries(dir: &Path) -> Vec<String> {
@@ -815,6 +828,7 @@ fn a_registry_writer_cannot_reuse_a_signature_over_another_package() {
             .arg(reference)
             .arg("--signature")
             .arg(signature)
+            .args(["--version", "1.0.0"])
             .output()
             .unwrap();
         assert!(out.status.success(), "publish: {}", show(&out));
@@ -950,12 +964,12 @@ fn a_changed_file_keeps_its_grant_only_when_its_signer_signed_it() {
     .unwrap();
     assert_eq!(plugin_state(&f.list(), "files")["state"], "held");
     // Signed by another trusted key, not the plugin's signer: held.
-    sign_package(&other, &f.path().join("files.wasm"));
+    sign_release(&other, &f.path().join("files.wasm"), "1.0.1");
     assert_eq!(plugin_state(&f.list(), "files")["state"], "held");
     assert_eq!(f.lock(), approved, "a held change wrote the lock");
 
     // Good: the plugin's signer signs the new package; the grant holds and is recorded.
-    sign_package(&k, &f.path().join("files.wasm"));
+    sign_release(&k, &f.path().join("files.wasm"), "1.0.1");
     assert_eq!(ok_render(&read()), "approved content");
     let lock = f.lock();
     assert_ne!(lock, approved, "the new digest was not recorded");
@@ -979,18 +993,19 @@ fn install_and_update_from_a_real_registry() {
     let reference = format!("oci://{}/plugins/files:1", reg.addr);
     let f = Folder::new();
     let note = f.data("files-data", "note.txt", "from the registry");
-    let publish = |wasm: &Path| {
+    let publish = |wasm: &Path, version: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
             .arg("publish")
             .arg(wasm)
             .arg(&reference)
             .arg("--sign")
             .arg(&secret)
+            .args(["--version", version])
             .output()
             .unwrap();
         assert!(out.status.success(), "publish: {}", show(&out));
     };
-    publish(&rel.path().join("files.wasm"));
+    publish(&rel.path().join("files.wasm"), "1.0.0");
     f.config(&format!("[trust]\nkeys = [{public:?}]\n"));
 
     let out = f.run(&["install", &reference, "--yes"]);
@@ -1030,7 +1045,7 @@ fn install_and_update_from_a_real_registry() {
         "read = [\"./files-data\", \"./more\"]\n",
     )
     .unwrap();
-    publish(&wasm2);
+    publish(&wasm2, "1.1.0");
     let out = f.run(&["update", "files"]);
     assert!(
         !out.status.success(),
@@ -1051,6 +1066,346 @@ fn install_and_update_from_a_real_registry() {
         ok_render(&f.call("read_file", serde_json::json!({ "path": more }))),
         "more"
     );
+}
+
+// ------------------------------------------------------------------ rollback and freeze
+
+/// Three releases of `files` (distinct bytes, the same tools and request), each signed by
+/// `k` as its version with its statement beside it, in folders of their own: what a
+/// publisher ships, version after version.
+struct Releases {
+    dirs: Vec<(String, tempfile::TempDir)>,
+}
+
+impl Releases {
+    fn signed(k: &Keys, versions: &[&str]) -> Releases {
+        let base = std::fs::read(built().join("files.wasm")).unwrap();
+        let dirs = versions
+            .iter()
+            .map(|v| {
+                let dir = tempfile::tempdir().unwrap();
+                let wasm = dir.path().join("files.wasm");
+                std::fs::write(&wasm, rebuilt(&base, v)).unwrap();
+                std::fs::write(dir.path().join("files.toml"), "read = [\"./files-data\"]\n")
+                    .unwrap();
+                sign_release(k, &wasm, v);
+                (v.to_string(), dir)
+            })
+            .collect();
+        Releases { dirs }
+    }
+
+    fn wasm(&self, version: &str) -> PathBuf {
+        self.dir(version).join("files.wasm")
+    }
+
+    fn dir(&self, version: &str) -> &Path {
+        self.dirs
+            .iter()
+            .find(|(v, _)| v == version)
+            .map(|(_, d)| d.path())
+            .unwrap()
+    }
+
+    /// Copies release `version` (component, signature, statement) over the plugin in
+    /// `f`, as someone with write access to the plugins folder would.
+    fn drop_into(&self, f: &Folder, version: &str) {
+        for file in ["files.wasm", "files.wasm.minisig", "files.wasm.statement"] {
+            std::fs::copy(self.dir(version).join(file), f.path().join(file)).unwrap();
+        }
+    }
+}
+
+fn held_reason(list: &Value) -> String {
+    let st = plugin_state(list, "files");
+    assert_eq!(st["state"], "held", "{list:#}");
+    st["held"]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Someone with write access to the plugins folder copies an older signed release back
+/// (component, signature and statement, all genuine). It is held, with both versions,
+/// through the folder load and through `approve` without `--allow-downgrade`; so are the
+/// same version with another file and an unversioned package signed the old way. Nothing
+/// is written to the lock and `lock --check` fails. Then a newer release passes.
+#[test]
+fn an_older_signed_release_in_the_folder_is_held_until_the_operator_allows_it() {
+    let Some(k) = keys() else {
+        return;
+    };
+    let rel = Releases::signed(&k, &["1.0.0", "2.0.0", "3.0.0"]);
+    let f = Folder::new();
+    f.config(&format!("[trust]\nkeys = [{:?}]\n", k.public));
+    let note = f.data("files-data", "note.txt", "approved content");
+    let read = || f.call("read_file", serde_json::json!({ "path": note }));
+    let out = f.run(&["install", &rel.wasm("2.0.0").to_string_lossy(), "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("version: 2.0.0"),
+        "{}",
+        show(&out)
+    );
+    assert!(f.lock().contains("version = \"2.0.0\""), "{}", f.lock());
+    assert_eq!(ok_render(&read()), "approved content");
+    let approved = f.lock();
+
+    // 1. Rollback: version 1's genuine files.
+    rel.drop_into(&f, "1.0.0");
+    let list = f.list();
+    let why = held_reason(&list);
+    assert!(why.contains("2.0.0 → 1.0.0"), "{why}");
+    assert_eq!(plugin_state(&list, "files")["held"]["cause"], "release");
+    assert!(!tool_names(&list).contains(&"read_file".to_string()));
+    let out = f.run(&["list"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("--allow-downgrade"), "{}", show(&out));
+    assert!(!read()["render"].as_str().unwrap_or("").contains("approved"));
+    assert_eq!(f.lock(), approved, "a held rollback wrote the lock");
+    let out = f.run(&["lock", "--check"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("digest differs") && text.contains("version 2.0.0"),
+        "{text}"
+    );
+    // `approve` without the flag refuses, names the flag and writes nothing.
+    let out = f.run(&["approve", "files", "--yes"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    let text = show(&out);
+    assert!(
+        text.contains("2.0.0 → 1.0.0") && text.contains("--allow-downgrade"),
+        "{text}"
+    );
+    assert_eq!(f.lock(), approved);
+
+    // 2. The same version with another file (a rebuilt 2.0.0, genuinely signed).
+    let again = tempfile::tempdir().unwrap();
+    let wasm = again.path().join("files.wasm");
+    std::fs::write(
+        &wasm,
+        rebuilt(&std::fs::read(rel.wasm("2.0.0")).unwrap(), "again"),
+    )
+    .unwrap();
+    std::fs::copy(
+        rel.dir("2.0.0").join("files.toml"),
+        again.path().join("files.toml"),
+    )
+    .unwrap();
+    sign_release(&k, &wasm, "2.0.0");
+    for file in ["files.wasm", "files.wasm.minisig", "files.wasm.statement"] {
+        std::fs::copy(again.path().join(file), f.path().join(file)).unwrap();
+    }
+    let why = held_reason(&f.list());
+    assert!(why.contains("same version"), "{why}");
+
+    // 3. An unversioned package: version 3's file signed the old way (the v1 statement,
+    //    no version), no statement beside it.
+    rel.drop_into(&f, "3.0.0");
+    std::fs::remove_file(f.path().join("files.wasm.statement")).unwrap();
+    let wasm3 = std::fs::read(rel.wasm("3.0.0")).unwrap();
+    let v1 = f.path().join("v1.statement");
+    std::fs::write(
+        &v1,
+        format!(
+            "toolhost package statement v1\nname: files\ncomponent: {}\nrequest: {}\n",
+            toolhost_dist::sha256_digest(&wasm3),
+            toolhost_dist::sha256_digest(b"read = [\"./files-data\"]\n")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        f.path().join("files.wasm.minisig"),
+        k.sign_file(&v1).unwrap(),
+    )
+    .unwrap();
+    let why = held_reason(&f.list());
+    assert!(why.contains("2.0.0 → unversioned"), "{why}");
+    // A statement that names two versions is refused naming the file, and held.
+    let text = std::fs::read_to_string(rel.dir("3.0.0").join("files.wasm.statement")).unwrap();
+    let doubled = text.replace("version: 3.0.0\n", "version: 3.0.0\nversion: 3.0.0\n");
+    std::fs::write(f.path().join("files.wasm.statement"), doubled).unwrap();
+    let out = f.run(&["list", "-v"]);
+    let text = show(&out);
+    assert!(
+        text.contains("files.wasm.statement") && text.contains("appears twice"),
+        "{text}"
+    );
+    assert_eq!(plugin_state(&f.list(), "files")["state"], "held");
+    assert_eq!(f.lock(), approved);
+
+    // The operator's explicit word: version 1 approved deliberately.
+    rel.drop_into(&f, "1.0.0");
+    let out = f.run(&["approve", "files", "--yes", "--allow-downgrade"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(f.lock().contains("version = \"1.0.0\""), "{}", f.lock());
+    assert_eq!(ok_render(&read()), "approved content");
+
+    // Good: version 3 dropped in is a signed upgrade; its version is recorded.
+    rel.drop_into(&f, "3.0.0");
+    assert_eq!(ok_render(&read()), "approved content");
+    let list = f.list();
+    assert_eq!(plugin_state(&list, "files")["state"], "approved");
+    assert_eq!(plugin_state(&list, "files")["version"], "3.0.0");
+    assert!(f.lock().contains("version = \"3.0.0\""), "{}", f.lock());
+    let out = f.run(&["lock", "--check"]);
+    assert!(out.status.success(), "{}", show(&out));
+}
+
+/// A package signed by another trusted key is a signer change on the folder route too:
+/// held until `approve` (which shows old key → new key), then the new signer's releases
+/// pass.
+#[test]
+fn another_trusted_key_in_the_folder_is_held_as_a_signer_change() {
+    let (Some(k), Some(other)) = (keys(), keys()) else {
+        return;
+    };
+    let mine = Releases::signed(&k, &["1.0.0"]);
+    let theirs = Releases::signed(&other, &["2.0.0", "3.0.0"]);
+    let f = Folder::new();
+    f.config(&format!(
+        "[trust]\nkeys = [{:?}, {:?}]\n",
+        k.public, other.public
+    ));
+    let note = f.data("files-data", "note.txt", "approved content");
+    let read = || f.call("read_file", serde_json::json!({ "path": note }));
+    let out = f.run(&["install", &mine.wasm("1.0.0").to_string_lossy(), "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let approved = f.lock();
+
+    theirs.drop_into(&f, "2.0.0");
+    let list = f.list();
+    let why = held_reason(&list);
+    assert!(
+        why.contains(&format!("{} → {}", k.key_id, other.key_id)),
+        "{why}"
+    );
+    assert_eq!(plugin_state(&list, "files")["held"]["cause"], "signer");
+    assert_eq!(f.lock(), approved);
+    let out = f.run(&["approve", "files", "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("signer change: {} → {}", k.key_id, other.key_id)),
+        "{}",
+        show(&out)
+    );
+    let lock = f.lock();
+    assert!(
+        lock.contains(&format!("signer = \"{}\"", other.key_id)),
+        "{lock}"
+    );
+    assert!(lock.contains("version = \"2.0.0\""), "{lock}");
+
+    // Good: the new signer's next release passes by itself.
+    theirs.drop_into(&f, "3.0.0");
+    assert_eq!(ok_render(&read()), "approved content");
+    assert!(f.lock().contains("version = \"3.0.0\""), "{}", f.lock());
+}
+
+/// Through a real registry: an older release re-pushed under the installed tag is held by
+/// `update` (with both versions and the flag that accepts it), `update --check` shows it
+/// and the repository's newest version tag, and nothing is written; a release signed by
+/// another trusted key is held as a signer change until `--accept-signer`; then a good
+/// upgrade to version 3 lands.
+#[test]
+fn a_retagged_older_release_and_a_new_signer_are_held_by_update() {
+    let Some(reg) = DockerRegistry::start().unwrap() else {
+        return;
+    };
+    let (Some(k), Some(other)) = (keys(), keys()) else {
+        return;
+    };
+    let rel = Releases::signed(&k, &["1.0.0", "2.0.0"]);
+    let theirs = Releases::signed(&other, &["3.0.0"]);
+    let stable = format!("oci://{}/plugins/files:stable", reg.addr);
+    let publish = |wasm: &Path, key: &Keys, version: &str, tag: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("publish")
+            .arg(wasm)
+            .arg(format!("oci://{}/plugins/files:{tag}", reg.addr))
+            .arg("--sign")
+            .arg(&key.secret_file)
+            .args(["--version", version])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "publish: {}", show(&out));
+    };
+    let f = Folder::new();
+    f.config(&format!(
+        "[trust]\nkeys = [{:?}, {:?}]\n",
+        k.public, other.public
+    ));
+    let note = f.data("files-data", "note.txt", "from the registry");
+    let read = || f.call("read_file", serde_json::json!({ "path": note }));
+    publish(&rel.wasm("1.0.0"), &k, "1.0.0", "stable");
+    publish(&rel.wasm("1.0.0"), &k, "1.0.0", "1.0.0");
+    let out = f.run(&["install", &stable, "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    publish(&rel.wasm("2.0.0"), &k, "2.0.0", "stable");
+    publish(&rel.wasm("2.0.0"), &k, "2.0.0", "2.0.0");
+    let out = f.run(&["update", "files", "--yes"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1.0.0 → 2.0.0"),
+        "{}",
+        show(&out)
+    );
+    assert!(f.lock().contains("version = \"2.0.0\""), "{}", f.lock());
+    let installed = f.lock();
+
+    // The attack: version 1's manifest re-pushed under the installed tag.
+    publish(&rel.wasm("1.0.0"), &k, "1.0.0", "stable");
+    let out = f.run(&["update", "files", "--yes"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    let text = show(&out);
+    assert!(
+        text.contains("2.0.0 → 1.0.0") && text.contains("update files --allow-downgrade"),
+        "{text}"
+    );
+    assert_eq!(f.lock(), installed, "a refused rollback wrote the lock");
+    let out = f.run(&["update", "--check"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("installed: 2.0.0")
+            && text.contains("offered:   1.0.0")
+            && text.contains("would be held")
+            && text.contains("newest version tag in the repository: 2.0.0"),
+        "{text}"
+    );
+    assert_eq!(f.lock(), installed, "--check wrote the lock");
+    assert_eq!(ok_render(&read()), "from the registry");
+
+    // Another trusted key signs version 3: a signer change, held until accepted by name.
+    publish(&theirs.wasm("3.0.0"), &other, "3.0.0", "stable");
+    let out = f.run(&["update", "files", "--yes"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    let text = show(&out);
+    assert!(
+        text.contains(&format!("{} → {}", k.key_id, other.key_id))
+            && text.contains("--accept-signer"),
+        "{text}"
+    );
+    assert_eq!(f.lock(), installed);
+    let out = f.run(&["update", "files", "--yes", "--accept-signer", &k.key_id]);
+    assert!(
+        !out.status.success(),
+        "the old key accepts nothing: {}",
+        show(&out)
+    );
+
+    // Good: the new signer accepted by name; version 3 lands and works.
+    let out = f.run(&["update", "files", "--yes", "--accept-signer", &other.key_id]);
+    assert!(out.status.success(), "{}", show(&out));
+    let lock = f.lock();
+    assert!(lock.contains("version = \"3.0.0\""), "{lock}");
+    assert!(
+        lock.contains(&format!("signer = \"{}\"", other.key_id)),
+        "{lock}"
+    );
+    assert_eq!(ok_render(&read()), "from the registry");
 }
 
 // ------------------------------------------------------------------ names and grants

@@ -58,6 +58,16 @@ pub enum DistError {
     /// The signature does not verify (the bytes or the trusted comment were altered).
     #[error("signature check failed: {0}")]
     BadSignature(String),
+    /// A package statement (shipped with a package, given to `publish`, or a version in
+    /// one) that is malformed: two versions, a version that is not semver or is over 64
+    /// characters, a missing or unknown field.
+    #[error("package statement {file}: {reason}")]
+    BadStatement {
+        /// Where the statement (or the version) came from.
+        file: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A trusted key or a secret key file that cannot be read as minisign.
     #[error("bad minisign key: {0}")]
     BadKey(String),

@@ -111,7 +111,8 @@ async fn get(
     read_body(resp, limit, what).await.map(Some)
 }
 
-/// Fetches `…/NAME.wasm`, `…/NAME.toml` and `…/NAME.wasm.minisig`.
+/// Fetches `…/NAME.wasm`, `…/NAME.toml`, `…/NAME.wasm.minisig` and
+/// `…/NAME.wasm.statement`.
 pub(crate) async fn fetch(url: &url::Url, opts: &FetchOptions) -> Result<Fetched, DistError> {
     check_scheme(url, opts.insecure)?;
     let limits = &opts.limits;
@@ -157,12 +158,23 @@ pub(crate) async fn fetch(url: &url::Url, opts: &FetchOptions) -> Result<Fetched
     .await?
     .map(|b| utf8(b, "the signature", url.as_str()))
     .transpose()?;
+    let statement = get(
+        &client,
+        &sibling(&format!("{file}.statement"))?,
+        limits.max_statement_bytes,
+        "the package statement",
+        true,
+    )
+    .await?
+    .map(|b| utf8(b, "the package statement", url.as_str()))
+    .transpose()?;
     Ok(Fetched {
         name,
         digest: sha256_digest(&wasm),
         wasm,
         request,
         signature,
+        statement,
         source: url.to_string(),
     })
 }

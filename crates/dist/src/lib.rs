@@ -34,12 +34,15 @@ pub mod statement;
 
 pub use error::DistError;
 pub use oci::{
-    PublishOptions, REQUEST_MEDIA_TYPE, SIGNATURE_MEDIA_TYPE, WASM_CONFIG_MEDIA_TYPE,
-    WASM_LAYER_MEDIA_TYPE, publish,
+    PublishOptions, REQUEST_MEDIA_TYPE, SIGNATURE_MEDIA_TYPE, STATEMENT_MEDIA_TYPE,
+    WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE, list_tags, publish,
 };
 pub use signature::{public_key_id, sign, signature_key_id, verify_signature};
 pub use source::{OciRef, Source};
-pub use statement::{Coverage, STATEMENT_HEADER, Statement, Verified, verify_package};
+pub use statement::{
+    Coverage, MAX_VERSION_CHARS, STATEMENT_HEADER, STATEMENT_HEADER_V1, Statement, Verified,
+    component_version, parse_version, verify_package,
+};
 
 /// Size and time limits on everything fetched. Every field has a default (see [`Limits::default`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +53,8 @@ pub struct Limits {
     pub max_request_bytes: u64,
     /// The largest signature (`.minisig`) accepted, in bytes (default 16 KiB).
     pub max_signature_bytes: u64,
+    /// The largest package statement accepted, in bytes (default 4 KiB).
+    pub max_statement_bytes: u64,
     /// The largest OCI manifest accepted, in bytes (default 256 KiB).
     pub max_manifest_bytes: u64,
     /// The most layers an OCI manifest may list (default 16).
@@ -68,6 +73,7 @@ impl Default for Limits {
             max_component_bytes: 64 * 1024 * 1024,
             max_request_bytes: 64 * 1024,
             max_signature_bytes: signature::MAX_SIGNATURE_BYTES,
+            max_statement_bytes: statement::MAX_STATEMENT_BYTES,
             max_manifest_bytes: 256 * 1024,
             max_layers: 16,
             connect_timeout: Duration::from_secs(10),
@@ -101,6 +107,9 @@ pub struct Fetched {
     pub request: Option<String>,
     /// The minisign signature text (`.minisig`), if the source has one.
     pub signature: Option<String>,
+    /// The package statement that travelled with it (`NAME.wasm.statement`, or the OCI
+    /// statement layer), if any: unverified text, checked by [`check_package`].
+    pub statement: Option<String>,
     /// Canonical source string (for the lock's `source`).
     pub source: String,
 }
@@ -170,9 +179,14 @@ pub fn check_package(
         &fetched.digest,
         fetched.request.as_deref().map(str::as_bytes),
     );
+    let file = format!("shipped with {}", fetched.source);
+    let shipped = fetched
+        .statement
+        .as_deref()
+        .map(|text| (file.as_str(), text));
     let result = match &fetched.signature {
         None => Err(DistError::Unsigned),
-        Some(sig) => verify_package(&statement, &fetched.wasm, sig, trusted_keys),
+        Some(sig) => verify_package(&statement, &fetched.wasm, sig, shipped, trusted_keys),
     };
     match result {
         Ok(v) if v.coverage == Coverage::Component && fetched.request.is_none() => {
@@ -223,14 +237,27 @@ fn fetch_file(path: &Path, limits: &Limits) -> Result<Fetched, DistError> {
         limits.max_signature_bytes,
         "the signature",
     )?;
+    let statement = read_text(
+        &statement_path(path),
+        limits.max_statement_bytes,
+        "the package statement",
+    )?;
     Ok(Fetched {
         name,
         digest: sha256_digest(&wasm),
         wasm,
         request,
         signature,
+        statement,
         source: Source::File(path.to_path_buf()).to_string(),
     })
+}
+
+/// Where the package statement of component `wasm` lives beside it: `NAME.wasm.statement`.
+pub fn statement_path(wasm: &Path) -> std::path::PathBuf {
+    let mut p = wasm.as_os_str().to_owned();
+    p.push(".statement");
+    p.into()
 }
 
 /// Reads at most `limit` bytes of a file; `None` if it does not exist.

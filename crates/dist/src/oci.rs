@@ -5,7 +5,9 @@
 //!   `os: "wasip2"`, `layerDigests`);
 //! - exactly one layer of media type [`WASM_LAYER_MEDIA_TYPE`]: the component;
 //! - toolhost adds at most one [`REQUEST_MEDIA_TYPE`] layer (`NAME.toml`) and at most one
-//!   [`SIGNATURE_MEDIA_TYPE`] layer (the `.minisig` text). Artifacts without them (pushed by
+//!   [`SIGNATURE_MEDIA_TYPE`] layer (the `.minisig` text), and at most one
+//!   [`STATEMENT_MEDIA_TYPE`] layer (the signed package statement, which carries the
+//!   release version). Artifacts without them (pushed by
 //!   other tools) fetch too; layers of other media types are ignored and never downloaded.
 //!
 //! `oci-client` speaks the protocol (auth challenges, blob uploads, blob downloads). The
@@ -36,6 +38,8 @@ pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 pub const REQUEST_MEDIA_TYPE: &str = "application/vnd.toolhost.request.v1+toml";
 /// Media type of toolhost's signature layer (minisign `.minisig` text).
 pub const SIGNATURE_MEDIA_TYPE: &str = "application/vnd.toolhost.minisign.v1";
+/// Media type of toolhost's package statement layer (the text the signature covers).
+pub const STATEMENT_MEDIA_TYPE: &str = "application/vnd.toolhost.statement.v2+text";
 /// The Docker v2 manifest media type, accepted when reading (some registries convert).
 const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
 
@@ -112,11 +116,13 @@ pub(crate) async fn fetch(r: &OciRef, opts: &FetchOptions) -> Result<Fetched, Di
     let mut wasm_layer = None;
     let mut request_layer = None;
     let mut signature_layer = None;
+    let mut statement_layer = None;
     for layer in &manifest.layers {
         let slot = match layer.media_type.as_str() {
             WASM_LAYER_MEDIA_TYPE => &mut wasm_layer,
             REQUEST_MEDIA_TYPE => &mut request_layer,
             SIGNATURE_MEDIA_TYPE => &mut signature_layer,
+            STATEMENT_MEDIA_TYPE => &mut statement_layer,
             other => {
                 tracing::debug!(media_type = %clip(other), "ignoring a layer");
                 continue;
@@ -178,12 +184,29 @@ pub(crate) async fn fetch(r: &OciRef, opts: &FetchOptions) -> Result<Fetched, Di
         )?),
         None => None,
     };
+    let statement = match statement_layer {
+        Some(l) => Some(utf8(
+            pull_layer(
+                &client,
+                &reference,
+                l,
+                limits.max_statement_bytes,
+                "the package statement",
+                &r.registry,
+            )
+            .await?,
+            "the package statement",
+            &source,
+        )?),
+        None => None,
+    };
     Ok(Fetched {
         name: r.basename().to_string(),
         digest: sha256_digest(&wasm),
         wasm,
         request,
         signature,
+        statement,
         source,
     })
 }
@@ -206,15 +229,14 @@ async fn pull_manifest(
         reference.resolve_registry(),
         reference.repository()
     );
-    let mut req = http.get(&url).header(
-        reqwest::header::ACCEPT,
-        format!("{OCI_IMAGE_MEDIA_TYPE}, {DOCKER_MANIFEST_MEDIA_TYPE}"),
+    let req = authorized(
+        http.get(&url).header(
+            reqwest::header::ACCEPT,
+            format!("{OCI_IMAGE_MEDIA_TYPE}, {DOCKER_MANIFEST_MEDIA_TYPE}"),
+        ),
+        token,
+        auth,
     );
-    req = match (token, auth) {
-        (Some(t), _) => req.bearer_auth(t),
-        (None, RegistryAuth::Basic(u, p)) => req.basic_auth(u, Some(p)),
-        (None, _) => req,
-    };
     tracing::debug!(%url, "GET manifest");
     let resp = req
         .send()
@@ -274,6 +296,66 @@ async fn pull_manifest(
     Ok(manifest)
 }
 
+/// `req` with the registry's bearer token, or else the Basic credentials.
+fn authorized(
+    req: reqwest::RequestBuilder,
+    token: Option<String>,
+    auth: &RegistryAuth,
+) -> reqwest::RequestBuilder {
+    match (token, auth) {
+        (Some(t), _) => req.bearer_auth(t),
+        (None, RegistryAuth::Basic(u, p)) => req.basic_auth(u, Some(p)),
+        (None, _) => req,
+    }
+}
+
+/// The most tags [`list_tags`] asks the registry for.
+pub const MAX_TAGS: usize = 1000;
+
+/// The tags of `r`'s repository (at most [`MAX_TAGS`], the body capped like a manifest),
+/// so `toolhost update --check` can show what the registry offers beside what is
+/// installed: a registry that stops offering new releases (a freeze) shows as one whose
+/// newest tag is the installed one.
+pub async fn list_tags(r: &OciRef, opts: &FetchOptions) -> Result<Vec<String>, DistError> {
+    let limits = &opts.limits;
+    let (client, scheme) = client(r, opts.insecure, limits);
+    let reference = reference(r);
+    let auth = crate::creds::registry_auth(&r.registry);
+    let reg_err = |reason: String| registry_error(&r.registry, reason);
+    let token = client
+        .auth(&reference, &auth, RegistryOperation::Pull)
+        .await
+        .map_err(|e| reg_err(format!("authentication failed: {}", error_chain(&e))))?;
+    let http = crate::http::client(limits, opts.insecure)?;
+    let url = format!(
+        "{scheme}://{}/v2/{}/tags/list?n={MAX_TAGS}",
+        reference.resolve_registry(),
+        reference.repository()
+    );
+    let resp = authorized(http.get(&url), token, &auth)
+        .send()
+        .await
+        .map_err(|e| reg_err(format!("tags request failed: {}", error_chain(&e))))?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(reg_err(format!("tags of {r}: server answered {status}")));
+    }
+    let body = crate::http::read_body(resp, limits.max_manifest_bytes, "the tag list").await?;
+    #[derive(serde::Deserialize)]
+    struct Tags {
+        #[serde(default)]
+        tags: Option<Vec<String>>,
+    }
+    let tags: Tags = serde_json::from_slice(&body)
+        .map_err(|e| reg_err(format!("the tag list is not JSON: {e}")))?;
+    Ok(tags
+        .tags
+        .unwrap_or_default()
+        .into_iter()
+        .take(MAX_TAGS)
+        .collect())
+}
+
 /// Downloads one layer with a cap and checks its sha256 against the manifest's layer digest.
 async fn pull_layer(
     client: &Client,
@@ -331,12 +413,14 @@ async fn pull_layer(
 
 /// Pushes the component as a CNCF Wasm OCI artifact; returns the manifest digest.
 ///
-/// `request` becomes a [`REQUEST_MEDIA_TYPE`] layer and `signature` a [`SIGNATURE_MEDIA_TYPE`]
-/// layer. `reference` must carry a tag (a digest is the result, not an input).
+/// `request` becomes a [`REQUEST_MEDIA_TYPE`] layer, `signature` a [`SIGNATURE_MEDIA_TYPE`]
+/// layer and `statement` (the text the signature covers) a [`STATEMENT_MEDIA_TYPE`] layer.
+/// `reference` must carry a tag (a digest is the result, not an input).
 pub async fn publish(
     wasm: &[u8],
     request: Option<&str>,
     signature: Option<&str>,
+    statement: Option<&str>,
     reference: &OciRef,
     opts: &PublishOptions,
 ) -> Result<String, DistError> {
@@ -380,6 +464,13 @@ pub async fn publish(
             sig.as_bytes().to_vec(),
             SIGNATURE_MEDIA_TYPE.to_string(),
             title(format!("{name}.wasm.minisig")),
+        ));
+    }
+    if let Some(text) = statement {
+        blobs.push(ImageLayer::new(
+            text.as_bytes().to_vec(),
+            STATEMENT_MEDIA_TYPE.to_string(),
+            title(format!("{name}.wasm.statement")),
         ));
     }
     let wasm_digest = sha256_digest(wasm);

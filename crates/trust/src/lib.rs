@@ -13,7 +13,9 @@
 //! - [`defs`]: the approved tool definitions kept beside the lock, so a later diff can
 //!   show the old text next to the new;
 //! - [`diff`]: what changed between an approval and what a plugin asks for now;
-//! - [`state`]: the trust state of a plugin or an MCP server's tools.
+//! - [`state`]: the trust state of a plugin or an MCP server's tools;
+//! - [`version`]: how an offered release's version stands to the approved one (the one
+//!   rollback rule of every route).
 
 pub mod canon;
 pub mod capabilities;
@@ -22,6 +24,7 @@ pub mod diff;
 pub mod error;
 pub mod lock;
 pub mod state;
+pub mod version;
 
 pub use canon::{ToolDef, canonical_json};
 pub use capabilities::{Capabilities, tighter_limit};
@@ -31,7 +34,11 @@ pub use error::TrustError;
 pub use lock::{
     LOCK_FILE, Lock, McpEntry, PluginEntry, SignatureCovers, now_rfc3339, write_atomically,
 };
-pub use state::{McpToolState, TrustOptions, TrustState, UpdateRule, evaluate, evaluate_mcp_tool};
+pub use state::{
+    HeldCause, McpToolState, PackageSignature, TrustOptions, TrustState, UpdateRule, evaluate,
+    evaluate_mcp_tool,
+};
+pub use version::{Version, VersionChange};
 
 /// Cleans untrusted text for a terminal: every control character (ESC of ANSI/OSC
 /// sequences, CR, BEL, newlines...) is written as an escape such as `\u{1b}`, so a

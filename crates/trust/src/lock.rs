@@ -7,6 +7,7 @@
 //! source = "file:///home/me/plugins/files.wasm"
 //! digest = "sha256:…"
 //! signer = "A1B2C3D4E5F60718"          # minisign key id, when the signature was verified
+//! version = "2.1.0"                     # the release its signed statement names
 //! approved_at = "2026-12-01T07:00:00Z"
 //!
 //! [plugins.files.grant]
@@ -76,6 +77,12 @@ pub struct PluginEntry {
     /// The minisign key id that signed it, if a signature was verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
+    /// The release version the verified signature covered (its package statement's
+    /// `version`); absent for an unsigned or unversioned approval. A package older than
+    /// this, or another file of the same version, is held (docs/trust.md, "Rollback and
+    /// freeze").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<semver::Version>,
     /// What that signature covered (docs/trust.md, "What a signature covers"); absent for
     /// an unsigned plugin and in locks written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -210,6 +217,7 @@ mod tests {
                 source: "file:///p/files.wasm".into(),
                 digest: "sha256:00".into(),
                 signer: Some("A1B2C3D4E5F60718".into()),
+                version: Some(semver::Version::new(2, 1, 0)),
                 signature_covers: Some(SignatureCovers::Package),
                 approved_at: now_rfc3339(),
                 grant: Capabilities {
@@ -244,6 +252,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("[plugins.files.grant]"), "{text}");
         assert!(text.contains("read_file = \"sha256:11\""), "{text}");
+        assert!(text.contains("version = \"2.1.0\""), "{text}");
         assert_eq!(Lock::load(&path).unwrap(), lock);
         // No temp file left behind.
         let names: Vec<_> = std::fs::read_dir(dir.path())
@@ -268,6 +277,9 @@ mod tests {
         );
 
         std::fs::write(&path, "version = 1\n[plugins.x]\nsource = 3\n").unwrap();
+        assert!(matches!(Lock::load(&path), Err(TrustError::Invalid { .. })));
+        let bad_version = sample().to_toml().replace("\"2.1.0\"", "\"2.1\"");
+        std::fs::write(&path, bad_version).unwrap();
         assert!(matches!(Lock::load(&path), Err(TrustError::Invalid { .. })));
         std::fs::write(&path, "version = 7\n").unwrap();
         let err = Lock::load(&path).unwrap_err();

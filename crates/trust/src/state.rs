@@ -5,9 +5,9 @@
 //! |---|---|---|
 //! | `Unapproved` | no lock entry | the plugin, with no capability; tools that would need one refuse |
 //! | `Approved` | digest and tool definitions as approved | everything, with request ∩ approval |
-//! | `Updated` | digest changed, request within the approval, same tools, and the update accepted by [`UpdateRule`] (by default: signed by the plugin's recorded signer) | as approved; the new digest is recorded |
+//! | `Updated` | digest changed, request within the approval, a newer release (or both unversioned), same tools, and the update accepted by [`UpdateRule`] (by default: signed by the plugin's recorded signer) | as approved; the new digest (and version) is recorded |
 //! | `Changed` | digest changed (compatible) or not, but some tool definitions differ | unchanged tools; changed and new ones are withheld |
-//! | `Held` | digest changed and the request exceeds the approval, or the update is not accepted by [`UpdateRule`] | nothing |
+//! | `Held` | digest changed and the request exceeds the approval, or it is an older release, the same release with another digest, or unversioned after a versioned approval, or it is signed by another key, or the update is not accepted by [`UpdateRule`] | nothing |
 
 use std::collections::BTreeMap;
 
@@ -43,6 +43,23 @@ pub struct TrustOptions {
     pub require_all: bool,
 }
 
+/// Why a plugin is held: what the operator's word must accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldCause {
+    /// The changed file requests more than was approved.
+    Request,
+    /// The changed file is an older release, the same release with another digest, or an
+    /// unversioned package replacing a versioned approval: accepted only by
+    /// `toolhost approve NAME --allow-downgrade`.
+    Release,
+    /// The changed file is signed by another key than the recorded signer: accepted by
+    /// `toolhost approve NAME` (or `toolhost update NAME --accept-signer KEYID`).
+    Signer,
+    /// Nobody the update rule believes vouched for the change (unsigned, or
+    /// `accept_compatible_updates = false`).
+    Unvouched,
+}
+
 /// The trust state of one plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TrustState {
@@ -57,6 +74,9 @@ pub enum TrustState {
         /// The signer recorded in the lock, when it signed the new package (it stays the
         /// plugin's signer); `None` when the change was accepted unsigned.
         signer: Option<String>,
+        /// The release version the signer's statement names (recorded as the approved
+        /// version); `None` when unversioned.
+        version: Option<semver::Version>,
     },
     /// Some tool definitions changed or are new: those are withheld.
     Changed {
@@ -65,8 +85,10 @@ pub enum TrustState {
     },
     /// Nothing is offered until approved again.
     Held {
-        /// Why.
+        /// Why, for the operator (names the versions or keys involved).
         reason: String,
+        /// What must accept it.
+        cause: HeldCause,
     },
 }
 
@@ -91,6 +113,16 @@ impl TrustState {
     }
 }
 
+/// A verified signature over a plugin's package as it is now (component, request, name):
+/// who signed it and which release its statement names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageSignature {
+    /// The signer's minisign key id.
+    pub signer: String,
+    /// The version the signed statement names; `None` for an unversioned statement.
+    pub version: Option<semver::Version>,
+}
+
 /// Tools whose hash differs from the approved one, or that are new.
 fn changed_tools(approved: &BTreeMap<String, String>, tools: &[ToolDef]) -> Vec<String> {
     tools
@@ -100,18 +132,31 @@ fn changed_tools(approved: &BTreeMap<String, String>, tools: &[ToolDef]) -> Vec<
         .collect()
 }
 
+fn held(cause: HeldCause, reason: String) -> TrustState {
+    TrustState::Held { reason, cause }
+}
+
 /// The state of a plugin with lock entry `entry`, file digest `digest` ("sha256:HEX"),
-/// request `request` and tool definitions `tools` now. `signed_by` is the key id of a
-/// verified signature over the file's package as it is now (component and request), if
-/// it has one; [`UpdateRule::Signed`] accepts a change only when that is the signer the
-/// lock records.
+/// request `request` and tool definitions `tools` now. `signed` is a verified signature
+/// over the file's package as it is now (component and request), if it has one.
+///
+/// A changed file (its digest differs from the lock's) passes three rules, in order, the
+/// same on every route (docs/trust.md):
+/// 1. it requests nothing beyond the approval;
+/// 2. **release**: it is newer than the approved version (or neither is versioned), by
+///    the version its signature covers ([`crate::version::compare`]); an older release,
+///    the same release with another digest, or an unversioned package after a versioned
+///    one is held whatever the update rule;
+/// 3. **signer**: a signature by another key than the recorded signer is a signer
+///    change, held whatever the update rule; then [`UpdateRule`] decides (by default only
+///    the recorded signer's signature vouches for a change).
 pub fn evaluate(
     entry: Option<&PluginEntry>,
     digest: &str,
     request: &Capabilities,
     tools: &[ToolDef],
     opts: TrustOptions,
-    signed_by: Option<&str>,
+    signed: Option<&PackageSignature>,
 ) -> TrustState {
     let Some(entry) = entry else {
         return TrustState::Unapproved;
@@ -120,59 +165,72 @@ pub fn evaluate(
     if entry.digest != digest {
         let excess = request.excess(&entry.grant);
         if !excess.is_empty() {
-            return TrustState::Held {
-                reason: format!(
+            return held(
+                HeldCause::Request,
+                format!(
                     "the file changed and requests more than was approved: {}",
                     excess.join(", ")
                 ),
-            };
+            );
+        }
+        let release = crate::version::compare(
+            entry.version.as_ref(),
+            signed.and_then(|s| s.version.as_ref()),
+        );
+        if let Some(why) = release.refusal() {
+            return held(HeldCause::Release, format!("the file changed: {why}"));
+        }
+        let signed_by = signed.map(|s| s.signer.as_str());
+        if let (Some(want), Some(got)) = (&entry.signer, signed_by)
+            && want != got
+        {
+            return held(
+                HeldCause::Signer,
+                format!(
+                    "the file changed and is signed by key {got}, not by its signer {want}                      (a signer change: {want} → {got})"
+                ),
+            );
         }
         match opts.updates {
             UpdateRule::Never => {
-                return TrustState::Held {
-                    reason: "the file changed (digest differs from the lock) and \
-                             accept_compatible_updates is off"
+                return held(
+                    HeldCause::Unvouched,
+                    "the file changed (digest differs from the lock) and \
+                     accept_compatible_updates is off"
                         .into(),
-                };
+                );
             }
             UpdateRule::Signed => match (&entry.signer, signed_by) {
-                (Some(want), Some(got)) if want == got => {}
-                (Some(want), Some(got)) => {
-                    return TrustState::Held {
-                        reason: format!(
-                            "the file changed (digest differs from the lock) and is signed \
-                             by key {got}, not by its signer {want}"
-                        ),
-                    };
-                }
+                (Some(_), Some(_)) => {}
                 (Some(want), None) => {
-                    return TrustState::Held {
-                        reason: format!(
+                    return held(
+                        HeldCause::Unvouched,
+                        format!(
                             "the file changed (digest differs from the lock) without a valid \
                              signature by its signer {want} over the new package (NAME.wasm.minisig \
-                             beside it, made with `toolhost publish --statement-out`)"
+                             and NAME.wasm.statement beside it, made with `toolhost publish \
+                             --statement-out`)"
                         ),
-                    };
+                    );
                 }
                 (None, _) => {
-                    return TrustState::Held {
-                        reason: "the file changed (digest differs from the lock) and the \
-                                 plugin was approved unsigned, so no signer can vouch for the \
-                                 change"
+                    return held(
+                        HeldCause::Unvouched,
+                        "the file changed (digest differs from the lock) and the \
+                         plugin was approved unsigned, so no signer can vouch for the \
+                         change"
                             .into(),
-                    };
+                    );
                 }
             },
             UpdateRule::Compatible => {}
         }
         if changed.is_empty() {
-            let signer = entry
-                .signer
-                .clone()
-                .filter(|s| Some(s.as_str()) == signed_by);
+            let by_signer = entry.signer.is_some() && entry.signer.as_deref() == signed_by;
             return TrustState::Updated {
                 digest: digest.to_string(),
-                signer,
+                signer: entry.signer.clone().filter(|_| by_signer),
+                version: signed.filter(|_| by_signer).and_then(|s| s.version.clone()),
             };
         }
     }
@@ -224,6 +282,7 @@ mod tests {
             source: "file:///x.wasm".into(),
             digest: "sha256:old".into(),
             signer: None,
+            version: None,
             signature_covers: None,
             approved_at: String::new(),
             grant,
@@ -263,6 +322,7 @@ mod tests {
             TrustState::Updated {
                 digest: "sha256:new".into(),
                 signer: None,
+                version: None,
             }
         );
         let wider = Capabilities {
@@ -271,7 +331,7 @@ mod tests {
         };
         let held = evaluate(Some(&e), "sha256:new", &wider, &tools, opts, None);
         assert!(
-            matches!(&held, TrustState::Held { reason } if reason.contains("read /")),
+            matches!(&held, TrustState::Held { reason, cause: HeldCause::Request } if reason.contains("read /")),
             "{held:?}"
         );
         assert!(!held.offers("a"));
@@ -307,7 +367,7 @@ mod tests {
         };
         let held = |st: TrustState, why: &str| {
             assert!(
-                matches!(&st, TrustState::Held { reason } if reason.contains(why)),
+                matches!(&st, TrustState::Held { reason, .. } if reason.contains(why)),
                 "{st:?}"
             );
         };
@@ -328,7 +388,7 @@ mod tests {
                 &grant,
                 &tools,
                 opts,
-                Some("BBBB"),
+                Some(&by("BBBB", None)),
             ),
             "signed by key BBBB, not by its signer AAAA",
         );
@@ -339,7 +399,7 @@ mod tests {
                 &grant,
                 &tools,
                 opts,
-                Some("AAAA"),
+                Some(&by("AAAA", None)),
             ),
             "approved unsigned",
         );
@@ -357,11 +417,93 @@ mod tests {
                 &grant,
                 &tools,
                 opts,
-                Some("AAAA")
+                Some(&by("AAAA", None))
             ),
             TrustState::Updated {
                 digest: "sha256:new".into(),
                 signer: Some("AAAA".into()),
+                version: None,
+            }
+        );
+    }
+
+    fn by(signer: &str, version: Option<&str>) -> PackageSignature {
+        PackageSignature {
+            signer: signer.into(),
+            version: version.map(|v| semver::Version::parse(v).unwrap_or_else(|e| panic!("{e}"))),
+        }
+    }
+
+    /// One release rule whatever the update rule: older, the same version with another
+    /// digest, or unversioned after versioned is held; a newer release by the recorded
+    /// signer is accepted and its version recorded. A signer change is held under every
+    /// update rule.
+    #[test]
+    fn an_older_or_same_release_and_a_signer_change_are_held_under_every_rule() {
+        let tools = [def("a", "A.")];
+        let grant = Capabilities::default();
+        let approved = PluginEntry {
+            signer: Some("AAAA".into()),
+            version: Some(semver::Version::new(2, 0, 0)),
+            ..entry(grant.clone(), &tools)
+        };
+        for updates in [
+            UpdateRule::Signed,
+            UpdateRule::Compatible,
+            UpdateRule::Never,
+        ] {
+            let opts = TrustOptions {
+                updates,
+                ..TrustOptions::default()
+            };
+            let eval = |s: Option<&PackageSignature>| {
+                evaluate(Some(&approved), "sha256:new", &grant, &tools, opts, s)
+            };
+            let cause_of = |st: TrustState| match st {
+                TrustState::Held { cause, reason } => (cause, reason),
+                other => panic!("{updates:?}: not held: {other:?}"),
+            };
+            let (cause, why) = cause_of(eval(Some(&by("AAAA", Some("1.0.0")))));
+            assert_eq!(cause, HeldCause::Release, "{why}");
+            assert!(why.contains("2.0.0 → 1.0.0"), "{why}");
+            let (cause, why) = cause_of(eval(Some(&by("AAAA", Some("2.0.0+rebuilt")))));
+            assert_eq!(cause, HeldCause::Release);
+            assert!(why.contains("same version"), "{why}");
+            let (cause, why) = cause_of(eval(Some(&by("AAAA", None))));
+            assert_eq!(cause, HeldCause::Release);
+            assert!(why.contains("2.0.0 → unversioned"), "{why}");
+            let (cause, _) = cause_of(eval(None));
+            assert_eq!(cause, HeldCause::Release, "unsigned after versioned");
+            let (cause, why) = cause_of(eval(Some(&by("BBBB", Some("3.0.0")))));
+            assert_eq!(cause, HeldCause::Signer);
+            assert!(why.contains("AAAA → BBBB"), "{why}");
+            // The same file as approved stays approved whatever is beside it.
+            assert_eq!(
+                evaluate(
+                    Some(&approved),
+                    "sha256:old",
+                    &grant,
+                    &tools,
+                    opts,
+                    Some(&by("AAAA", Some("1.0.0")))
+                ),
+                TrustState::Approved
+            );
+        }
+        // Good: a newer release signed by the recorded signer, under the default rule.
+        assert_eq!(
+            evaluate(
+                Some(&approved),
+                "sha256:new",
+                &grant,
+                &tools,
+                TrustOptions::default(),
+                Some(&by("AAAA", Some("2.0.1")))
+            ),
+            TrustState::Updated {
+                digest: "sha256:new".into(),
+                signer: Some("AAAA".into()),
+                version: Some(semver::Version::new(2, 0, 1)),
             }
         );
     }

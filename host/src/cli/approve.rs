@@ -1,7 +1,11 @@
-//! `toolhost approve NAME [--yes]`: the operator grants what a plugin (or an MCP server,
-//! `mcp:SERVER`) requests. Shows the request, the tools, their lint findings and the diff
-//! against the lock, asks (or takes `--yes`), then writes the lock atomically. See
-//! `docs/trust.md`.
+//! `toolhost approve NAME [--yes] [--allow-downgrade]`: the operator grants what a plugin
+//! (or an MCP server, `mcp:SERVER`) requests. Shows the request, the tools, their lint
+//! findings, the release version and signer (verified from `NAME.wasm.minisig` and
+//! `NAME.wasm.statement` beside it) and the diff against the lock, asks (or takes `--yes`),
+//! then writes the lock atomically. Approving is the operator's word for a signer change;
+//! a release that is not newer than the approved one (older, the same version with another
+//! file, or unversioned after versioned) also needs `--allow-downgrade`. See
+//! `docs/trust.md`, "Rollback and freeze".
 
 use std::process::ExitCode;
 
@@ -21,6 +25,11 @@ pub struct ApproveArgs {
     /// Approve without asking (required when there is no terminal to ask on).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Accept a release that is not newer than the approved one: an older version (a
+    /// rollback), the same version with another file, or an unversioned package after a
+    /// versioned approval.
+    #[arg(long)]
+    pub allow_downgrade: bool,
 }
 
 /// Runs `toolhost approve`.
@@ -52,6 +61,25 @@ pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
     ));
     super::common::refuse_denied_folders(&config, name, &cand.request)?;
     let entry = lock.plugins.get(name);
+    let request_bytes = match std::fs::read(toolhost::wasm::Policy::path_for(&wasm)) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).context("reading the request file"),
+    };
+    let signed = toolhost::trust::package_signature(
+        name,
+        &wasm,
+        &cand.digest,
+        request_bytes.as_deref(),
+        &config.trust.keys,
+    );
+    let release = super::release::review(
+        entry,
+        &cand.digest,
+        signed.as_ref().map(|s| s.signer.as_str()),
+        signed.as_ref().and_then(|s| s.version.as_ref()),
+    );
+    print!("{}", release.text);
     if let Some(diff) = cand.diff(entry, &store) {
         if diff.is_empty() {
             println!("already approved as it is; nothing to do");
@@ -62,20 +90,30 @@ pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
             entry.map(|e| e.approved_at.as_str()).unwrap_or("")
         );
     }
+    if let Some(why) = release.refusal.filter(|_| !args.allow_downgrade) {
+        bail!(
+            "not approved: {why}; to accept this release deliberately: `toolhost approve {name} --allow-downgrade`"
+        );
+    }
     super::common::confirm(args.yes, &format!("approve plugin {name}?"))?;
-    let (source, signer) = match entry {
-        Some(e) => (
-            e.source.clone(),
-            e.signer.clone().filter(|_| e.digest == cand.digest),
-        ),
-        None => (file_source(&wasm), None),
+    let source = match entry {
+        Some(e) => e.source.clone(),
+        None => file_source(&wasm),
     };
-    let mut new_entry = cand.entry(source, signer, &store)?;
-    // The signature still covers what it covered when the component is the signed one;
-    // a request that changed since is not the signed request.
-    if let Some(e) = entry
-        && new_entry.signer.is_some()
+    let mut new_entry = match &signed {
+        Some(s) => cand.entry(source, Some(s.signer.clone()), s.version.clone(), &store)?,
+        None => cand.entry(source, None, None, &store)?,
+    };
+    // Without a signature over the package as it is now, a signature still covers what it
+    // covered when the component is the signed one; a request that changed since is not
+    // the signed request.
+    if signed.is_none()
+        && let Some(e) = entry
+        && e.digest == cand.digest
+        && e.signer.is_some()
     {
+        new_entry.signer = e.signer.clone();
+        new_entry.version = e.version.clone();
         new_entry.signature_covers = if e.grant == cand.request {
             e.signature_covers
         } else {

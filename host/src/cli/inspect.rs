@@ -71,9 +71,28 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
             .map(|v| format!("toolhost:tool@{v}"))
             .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?
     };
+    // The release as the files claim it (unverified here: `approve` and `list` verify the
+    // signature against the trusted keys): the component's own `version` metadata, and
+    // the package statement beside it.
+    let bytes =
+        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let metadata_version = toolhost_dist::component_version(&bytes)
+        .map(|v| v.map(|v| v.to_string()))
+        .unwrap_or_else(|e| Some(format!("(unreadable: {e})")));
+    let statement_path = toolhost_dist::statement_path(&args.file);
+    let statement = match std::fs::read_to_string(&statement_path) {
+        Ok(text) => Some(
+            toolhost_dist::Statement::parse(&text)
+                .map(|s| toolhost_trust::version::shown(s.version.as_ref()))
+                .unwrap_or_else(|e| format!("(malformed: {e})")),
+        ),
+        Err(_) => None,
+    };
     if args.json {
         let doc = serde_json::json!({
             "file": args.file.display().to_string(),
+            "metadata_version": metadata_version,
+            "statement_version": statement,
             "world": world,
             "kind": if plugin.is_plain_wit() { "plain-wit" } else { "tool-world" },
             "not_tools": plugin.refused_exports(),
@@ -86,6 +105,12 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     }
     println!("component: {}", args.file.display());
     println!("world: {world}");
+    println!(
+        "version: {} (component metadata); {} (package statement {}, unverified here)",
+        super::term::cell(metadata_version.as_deref().unwrap_or("none")),
+        super::term::cell(statement.as_deref().unwrap_or("none")),
+        statement_path.display()
+    );
     if plugin.is_plain_wit() {
         println!(
             "kind: plain WIT component (each exported function is a tool; see docs/writing-plugins.md)"

@@ -4,6 +4,12 @@
 //! show its tools, ask, and only then write `NAME.wasm`, `NAME.toml` and the lock entry.
 //! If any check fails nothing is written and the error names the check. See
 //! `docs/trust.md`.
+//!
+//! Both follow the one release rule (`toolhost_trust::version`): a package that is not
+//! newer than the approved release is refused unless `--allow-downgrade`, and `update`
+//! refuses a package signed by another key than the recorded signer unless
+//! `--accept-signer KEYID` names that key. `update --check` writes nothing and shows what
+//! each source offers against what is installed (docs/trust.md, "Rollback and freeze").
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,6 +47,10 @@ pub struct InstallArgs {
     /// Allow plain-HTTP registries and URLs that are not on loopback.
     #[arg(long)]
     pub insecure: bool,
+    /// Accept a release that is not newer than the one the lock still approves for this
+    /// name.
+    #[arg(long)]
+    pub allow_downgrade: bool,
 }
 
 /// Arguments of `toolhost update`.
@@ -59,6 +69,19 @@ pub struct UpdateArgs {
     /// Allow plain-HTTP registries and URLs that are not on loopback.
     #[arg(long)]
     pub insecure: bool,
+    /// Accept a release that is not newer than the approved one: an older version (a
+    /// rollback), the same version with another file, or an unversioned package after a
+    /// versioned one.
+    #[arg(long)]
+    pub allow_downgrade: bool,
+    /// Accept a package signed by this key (a key id of `[trust] keys`) instead of the
+    /// recorded signer: a signer change.
+    #[arg(long, value_name = "KEYID")]
+    pub accept_signer: Option<String>,
+    /// Show what each source offers against what is installed (version, digest, signer,
+    /// and an OCI repository's newest version tag); write nothing.
+    #[arg(long, conflicts_with_all = ["yes", "allow_downgrade", "accept_signer"])]
+    pub check: bool,
 }
 
 /// A source string (as given, or as the lock records it) as a [`Source`].
@@ -179,9 +202,14 @@ fn commit(
     let lock_path = Lock::path_in(dir);
     let mut lock = Lock::load(&lock_path)?;
     let store = DefStore::in_dir(dir);
-    let mut entry = staged
-        .cand
-        .entry(source, signed.map(|v| v.signer.clone()), &store)?;
+    let mut entry = staged.cand.entry(
+        source,
+        signed.map(|v| v.signer.clone()),
+        signed
+            .filter(|v| v.coverage == Coverage::Package)
+            .and_then(|v| v.version.clone()),
+        &store,
+    )?;
     entry.signature_covers = signed.map(|v| match v.coverage {
         Coverage::Package => SignatureCovers::Package,
         Coverage::Component => SignatureCovers::Component,
@@ -246,6 +274,17 @@ pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
         fetched.source,
         signer_line(signed.as_ref())
     );
+    // A name the lock still approves (its file was deleted by hand) is a replacement: the
+    // release rule applies as for `update`.
+    let lock = Lock::load(&Lock::path_in(&dir))?;
+    let release = review(lock.plugins.get(&name), &fetched.digest, signed.as_ref());
+    print!("{}", release.text);
+    if let Some(why) = release.refusal.filter(|_| !args.allow_downgrade) {
+        bail!(
+            "not installed: the lock approves {name} as another release: {why}; to accept it deliberately: `toolhost install {} --allow-downgrade`",
+            args.source
+        );
+    }
     super::common::confirm(args.yes, &format!("install and approve plugin {name}?"))?;
     commit(
         &dir,
@@ -256,6 +295,22 @@ pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     )?;
     println!("installed {name} into {}", dir.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// [`super::release::review`] of a fetched package: its signer and version count only
+/// from a signature over the whole package.
+fn review(
+    entry: Option<&toolhost_trust::PluginEntry>,
+    digest: &str,
+    signed: Option<&Verified>,
+) -> super::release::Release {
+    let package = signed.filter(|v| v.coverage == Coverage::Package);
+    super::release::review(
+        entry,
+        digest,
+        signed.map(|v| v.signer.as_str()),
+        package.and_then(|v| v.version.as_ref()),
+    )
 }
 
 /// Runs `toolhost update`.
@@ -276,7 +331,11 @@ pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
         }
         None => lock.plugins.keys().cloned().collect(),
     };
+    if args.check {
+        return check_updates(&args, &config, &lock, &names).await;
+    }
     let store = DefStore::in_dir(&dir);
+    let mut refused = 0usize;
     for name in names {
         let Some(entry) = lock.plugins.get(&name) else {
             continue;
@@ -304,14 +363,136 @@ pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
             &staged.cand.tools,
         ));
         super::common::refuse_denied_folders(&config, &name, &staged.cand.request)?;
+        let release = review(Some(entry), &fetched.digest, signed.as_ref());
         println!(
-            "changes since the approval of {}:\n{diff}  signer: {}",
+            "changes since the approval of {}:\n{diff}{}  signer: {}",
             entry.approved_at,
+            release.text,
             signer_line(signed.as_ref())
         );
+        // One rule on every route: held, and the operator's explicit word accepts it.
+        let held = match (&release.refusal, &release.signer_change) {
+            (Some(why), _) if !args.allow_downgrade => Some(format!(
+                "{why}; to accept this release deliberately: `toolhost update {name} --allow-downgrade`"
+            )),
+            (_, Some((old, new)))
+                if !args
+                    .accept_signer
+                    .as_deref()
+                    .is_some_and(|k| k.eq_ignore_ascii_case(new)) =>
+            {
+                Some(format!(
+                    "a signer change, {old} → {new}: the package is signed by another key than \
+                     the recorded signer; to accept the new signer: `toolhost update {name} \
+                     --accept-signer {new}`"
+                ))
+            }
+            _ => None,
+        };
+        if let Some(why) = held {
+            eprintln!("error: {name} held, not updated: {why}");
+            refused += 1;
+            continue;
+        }
         super::common::confirm(args.yes, &format!("update and approve plugin {name}?"))?;
         commit(&dir, &name, &staged, entry.source.clone(), signed.as_ref())?;
         println!("updated {name}");
     }
+    if refused > 0 {
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost update --check`: for each plugin, what is installed and what its source
+/// offers now (version, digest, signer, and for an OCI source the newest version tag of
+/// the repository), with the verdict `update` would reach. Writes nothing; exits 1 when a
+/// source could not be checked.
+async fn check_updates(
+    args: &UpdateArgs,
+    config: &HostConfig,
+    lock: &Lock,
+    names: &[String],
+) -> anyhow::Result<ExitCode> {
+    let mut failed = false;
+    for name in names {
+        let Some(entry) = lock.plugins.get(name) else {
+            continue;
+        };
+        println!(
+            "{name}\n  installed: {} {} signed by {}",
+            toolhost_trust::version::shown(entry.version.as_ref()),
+            entry.digest,
+            entry.signer.as_deref().unwrap_or("nobody")
+        );
+        let checked = async {
+            let source = parse_source(&entry.source)?;
+            let (fetched, signed) =
+                fetch_checked(&source, None, args.insecure, &config.trust.keys, true).await?;
+            let newest = match &source {
+                Source::Oci(r) => {
+                    let opts = FetchOptions {
+                        insecure: args.insecure,
+                        ..FetchOptions::default()
+                    };
+                    let tags = toolhost_dist::list_tags(r, &opts).await?;
+                    newest_version_tag(&tags)
+                }
+                _ => None,
+            };
+            anyhow::Ok((fetched, signed, newest))
+        };
+        match checked.await {
+            Ok((fetched, signed, newest)) => {
+                let release = review(Some(entry), &fetched.digest, signed.as_ref());
+                let version = signed
+                    .as_ref()
+                    .filter(|v| v.coverage == Coverage::Package)
+                    .and_then(|v| v.version.as_ref());
+                println!(
+                    "  offered:   {} {} signed by {} ({})",
+                    toolhost_trust::version::shown(version),
+                    fetched.digest,
+                    signed.as_ref().map_or("nobody", |v| v.signer.as_str()),
+                    fetched.source
+                );
+                if let Some(tag) = newest {
+                    println!("  newest version tag in the repository: {tag}");
+                }
+                let verdict = if fetched.digest == entry.digest {
+                    "up to date".to_string()
+                } else if let Some(why) = &release.refusal {
+                    format!("would be held: {why}")
+                } else if let Some((old, new)) = &release.signer_change {
+                    format!("would be held: a signer change, {old} → {new}")
+                } else {
+                    "an update is offered".to_string()
+                };
+                println!("  {verdict}");
+            }
+            Err(e) => {
+                failed = true;
+                println!(
+                    "  could not check: {}",
+                    toolhost::trust::clean(&format!("{e:#}"))
+                );
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The highest tag that parses as a semantic version (with an optional `v`), if any.
+fn newest_version_tag(tags: &[String]) -> Option<String> {
+    tags.iter()
+        .filter_map(|t| {
+            let v = toolhost_dist::parse_version(t.strip_prefix('v').unwrap_or(t)).ok()?;
+            Some((v, t))
+        })
+        .max_by(|a, b| a.0.cmp_precedence(&b.0))
+        .map(|(_, t)| t.clone())
 }

@@ -52,7 +52,13 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             .plugins
             .iter()
             .map(|t| {
+                let held = match &t.state {
+                    toolhost::trust::TrustState::Held { reason, cause } => serde_json::json!({
+                        "reason": reason, "cause": format!("{cause:?}").to_lowercase()}),
+                    _ => serde_json::Value::Null,
+                };
                 serde_json::json!({"name": t.name, "state": t.state.label(),
+                    "version": t.version.as_ref().map(ToString::to_string), "held": held,
                     "needs_approval": t.needs_approval, "withheld": t.withheld,
                     "needs_folder": t.missing_folder.iter().map(|(tool, why)| serde_json::json!({"tool": tool, "why": why})).collect::<Vec<_>>()})
             })
@@ -163,8 +169,16 @@ fn print_trust(report: &super::common::TrustReport) {
         return;
     }
     let width = trust.iter().map(|t| t.name.len()).max().unwrap_or(6).max(6);
-    println!("\n{:width$}  {:10}  NOTE", "PLUGIN", "TRUST");
-    for t in trust {
+    let versions: Vec<String> = trust
+        .iter()
+        .map(|t| toolhost_trust::version::shown(t.version.as_ref()))
+        .collect();
+    let vwidth = versions.iter().map(String::len).max().unwrap_or(7).max(7);
+    println!(
+        "\n{:width$}  {:10}  {:vwidth$}  NOTE",
+        "PLUGIN", "TRUST", "VERSION"
+    );
+    for (t, version) in trust.iter().zip(&versions) {
         let mut notes = Vec::new();
         if !t.needs_approval.is_empty() {
             notes.push(format!(
@@ -182,7 +196,7 @@ fn print_trust(report: &super::common::TrustReport) {
                 clean(&tools.join(", "))
             ));
         }
-        if let toolhost::trust::TrustState::Held { reason } = &t.state {
+        if let toolhost::trust::TrustState::Held { reason, .. } = &t.state {
             notes.push(clean(reason));
         }
         if !t.loaded
@@ -193,7 +207,7 @@ fn print_trust(report: &super::common::TrustReport) {
             notes.push("not loaded (require_approval = \"all\")".into());
         }
         let line = format!(
-            "{:width$}  {:10}  {}",
+            "{:width$}  {:10}  {version:vwidth$}  {}",
             clean(&t.name),
             t.state.label(),
             notes.join("; ")

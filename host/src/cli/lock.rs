@@ -46,9 +46,11 @@ pub async fn run(args: LockArgs) -> anyhow::Result<ExitCode> {
         let digest = toolhost_trust::canon::sha256(&bytes);
         if digest != entry.digest {
             problems.push(format!(
-                "digest differs: {} is {digest}, the lock approved {}",
+                "digest differs: {} is {digest}, the lock approved {} (version {}, signer {})",
                 path.display(),
-                entry.digest
+                entry.digest,
+                toolhost_trust::version::shown(entry.version.as_ref()),
+                entry.signer.as_deref().unwrap_or("none")
             ));
         }
         let protected = host.engine().protected_paths();

@@ -5,6 +5,11 @@
 //! `--sign SECRET_KEY_FILE` or by an offline signer: `--statement-out FILE` writes the
 //! statement and pushes nothing, `minisign -S -m FILE` signs it, and `--signature
 //! FILE.minisig` attaches that signature. The layout and the rules are in docs/trust.md.
+//!
+//! The statement names the release version: `--version`, else the component's own
+//! `version` metadata, else the reference's tag when it parses as a semantic version.
+//! Signing (`--sign`, `--statement-out`, `--signature`) refuses a package with no version,
+//! so every signed release can be ordered against the one an operator approved.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +41,33 @@ pub struct PublishArgs {
     /// Allow a plain-HTTP registry on a host that is not loopback.
     #[arg(long)]
     pub insecure: bool,
+    /// The release version the statement names (semver, at most 64 characters; default:
+    /// the component's `version` metadata, else the reference's tag if it is a version).
+    #[arg(long)]
+    pub version: Option<String>,
+}
+
+/// The release version of the package: `--version`, else the component's metadata, else
+/// a tag that is a semantic version (`1.2.0` or `v1.2.0`). A malformed one is an error
+/// naming where it came from.
+fn release_version(
+    args: &PublishArgs,
+    wasm: &[u8],
+    reference: Option<&OciRef>,
+) -> anyhow::Result<Option<toolhost_trust::Version>> {
+    if let Some(v) = &args.version {
+        return toolhost_dist::parse_version(v)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("--version: {e}"));
+    }
+    if let Some(v) = toolhost_dist::component_version(wasm)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?
+    {
+        return Ok(Some(v));
+    }
+    Ok(reference
+        .and_then(|r| r.tag.as_deref())
+        .and_then(|t| toolhost_dist::parse_version(t.strip_prefix('v').unwrap_or(t)).ok()))
 }
 
 /// Runs `toolhost publish`.
@@ -53,8 +85,19 @@ pub async fn run(args: PublishArgs) -> anyhow::Result<ExitCode> {
         Some(r) => r.basename().to_string(),
         None => toolhost::trust::plugin_name(&args.file),
     };
-    let statement =
+    let signing = args.sign.is_some() || args.signature.is_some() || args.statement_out.is_some();
+    let version = release_version(&args, &wasm, reference.as_ref())?;
+    let mut statement =
         toolhost_dist::Statement::of(&name, &wasm, request.as_deref().map(str::as_bytes));
+    match version {
+        Some(v) => statement = statement.versioned(v),
+        None if signing => anyhow::bail!(
+            "a signed package needs a release version, so that an older one can never \
+             replace it: give --version X.Y.Z (or publish to a tag that is a version, or \
+             set the component's `version` metadata); nothing was written"
+        ),
+        None => {}
+    }
     if let Some(out) = &args.statement_out {
         std::fs::write(out, statement.text())
             .with_context(|| format!("writing {}", out.display()))?;
@@ -62,6 +105,9 @@ pub async fn run(args: PublishArgs) -> anyhow::Result<ExitCode> {
         println!(
             "sign it with: minisign -S -s KEY.key -m {0} -x {0}.minisig",
             out.display()
+        );
+        println!(
+            "ship the statement beside the component as NAME.wasm.statement and the signature as NAME.wasm.minisig (publish attaches both)"
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -87,10 +133,12 @@ pub async fn run(args: PublishArgs) -> anyhow::Result<ExitCode> {
         insecure: args.insecure,
         ..PublishOptions::default()
     };
+    let statement_text = statement.text();
     let manifest = toolhost_dist::publish(
         &wasm,
         request.as_deref(),
         signature.as_deref(),
+        signature.as_ref().map(|_| statement_text.as_str()),
         &reference,
         &opts,
     )
@@ -106,6 +154,13 @@ pub async fn run(args: PublishArgs) -> anyhow::Result<ExitCode> {
         } else {
             "none".into()
         }
+    );
+    println!(
+        "  version:   {}",
+        statement
+            .version
+            .as_ref()
+            .map_or_else(|| "unversioned".into(), ToString::to_string)
     );
     println!(
         "  signed by: {}",

@@ -103,11 +103,14 @@ impl Candidate {
         s
     }
 
-    /// The lock entry approving this candidate, keeping its kept definitions in `store`.
+    /// The lock entry approving this candidate, signed by `signer` as release `version`
+    /// (both from a verified signature, or `None`), keeping its kept definitions in
+    /// `store`.
     pub fn entry(
         &self,
         source: String,
         signer: Option<String>,
+        version: Option<toolhost_trust::Version>,
         store: &DefStore,
     ) -> anyhow::Result<PluginEntry> {
         for t in &self.tools {
@@ -119,6 +122,7 @@ impl Candidate {
             signature_covers: signer
                 .as_ref()
                 .map(|_| toolhost_trust::SignatureCovers::Package),
+            version: version.filter(|_| signer.is_some()),
             signer,
             approved_at: toolhost_trust::now_rfc3339(),
             grant: self.request.clone(),

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolhost_trust::{
-    Lock, PluginEntry, SignatureCovers, ToolDef, TrustOptions, TrustState, UpdateRule, evaluate,
+    Lock, PackageSignature, PluginEntry, SignatureCovers, ToolDef, TrustOptions, TrustState,
+    evaluate,
 };
 
 use super::{
@@ -38,17 +39,22 @@ pub(crate) fn read_lock(dir: &Path) -> (Lock, Option<LoadProblem>) {
 }
 
 /// Records a compatible update (`TrustState::Updated`) of a registered plugin in `lock`:
-/// its new digest, and its signer when that signer signed the new package (else none:
-/// the old signature was of the old file). Returns whether the lock changed and must be
-/// written.
+/// its new digest, and its signer and release version when that signer signed the new
+/// package (else none: the old signature was of the old file). Returns whether the lock
+/// changed and must be written.
 pub(crate) fn record_update(lock: &mut Lock, report: &PluginTrust) -> bool {
-    if let TrustState::Updated { digest, signer } = &report.state
+    if let TrustState::Updated {
+        digest,
+        signer,
+        version,
+    } = &report.state
         && let Some(e) = lock.plugins.get_mut(&report.name)
     {
-        tracing::info!(plugin = %report.name, signer = ?signer, "update accepted: {digest}");
+        tracing::info!(plugin = %report.name, signer = ?signer, version = ?version.as_ref().map(ToString::to_string), "update accepted: {digest}");
         e.digest = digest.clone();
         e.signature_covers = signer.as_ref().map(|_| SignatureCovers::Package);
         e.signer = signer.clone();
+        e.version = version.clone();
         return true;
     }
     false
@@ -68,33 +74,51 @@ pub struct LoadRules {
     pub keys: Arc<[String]>,
 }
 
-/// The key id of a valid signature by a trusted key over the package of plugin `name` as
-/// it is now: its component (`digest`) and request file (`request`, its bytes), signed in
-/// `NAME.wasm.minisig` beside `wasm`. `None` when there is no such file or it does not
-/// verify (the reason is logged): the change is then held, never accepted.
-fn package_signer(
+/// A valid signature by a trusted key over the package of plugin `name` as it is now: its
+/// component (`digest`) and request file (`request`, its bytes), signed in
+/// `NAME.wasm.minisig` beside `wasm`, with the release version of the package statement
+/// `NAME.wasm.statement` beside it (unversioned without one). `None` when there is no
+/// signature or it does not verify (the reason is logged): a change is then held, never
+/// accepted.
+pub fn package_signature(
     name: &str,
     wasm: &Path,
     digest: &str,
     request: Option<&[u8]>,
     keys: &[String],
-) -> Option<String> {
-    let mut sig_path = wasm.as_os_str().to_owned();
-    sig_path.push(".minisig");
-    let sig_path = PathBuf::from(sig_path);
-    let signature = match read_bounded(&sig_path, toolhost_dist::signature::MAX_SIGNATURE_BYTES) {
-        Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-        Ok(None) => return None,
+) -> Option<PackageSignature> {
+    let beside = |ext: &str| {
+        let mut p = wasm.as_os_str().to_owned();
+        p.push(ext);
+        PathBuf::from(p)
+    };
+    let read = |path: &Path, limit: u64| match read_bounded(path, limit) {
+        Ok(bytes) => Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned())),
         Err(e) => {
-            tracing::warn!(plugin = %name, "{}: {e}", sig_path.display());
-            return None;
+            tracing::warn!(plugin = %name, "{}: {e}", path.display());
+            Err(())
         }
     };
-    let statement = toolhost_dist::Statement::with_digest(name, digest, request);
-    // Only a signature over the package counts: one over the component alone does not
-    // cover the request the new file asks with.
-    match toolhost_dist::verify_signature(statement.text().as_bytes(), &signature, keys) {
-        Ok(key) => Some(key),
+    let sig_path = beside(".minisig");
+    let signature = read(&sig_path, toolhost_dist::signature::MAX_SIGNATURE_BYTES).ok()??;
+    let statement_path = toolhost_dist::statement_path(wasm);
+    let statement = read(
+        &statement_path,
+        toolhost_dist::statement::MAX_STATEMENT_BYTES,
+    )
+    .ok()?;
+    let expected = toolhost_dist::Statement::with_digest(name, digest, request);
+    let file = statement_path.display().to_string();
+    let shipped = statement.as_deref().map(|t| (file.as_str(), t));
+    match toolhost_dist::verify_package(&expected, &[], &signature, shipped, keys) {
+        // Only a signature over the package counts: one over the component alone does
+        // not cover the request the new file asks with (the component's bytes are not
+        // given, so that fallback never verifies).
+        Ok(v) if v.coverage == toolhost_dist::Coverage::Package => Some(PackageSignature {
+            signer: v.signer,
+            version: v.version,
+        }),
+        Ok(_) => None,
         Err(e) => {
             tracing::warn!(plugin = %name, "{}: {e}", sig_path.display());
             None
@@ -235,6 +259,7 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
         digest: None,
         effective: None,
         missing_folder: Vec::new(),
+        version: entry.and_then(|e| e.version.clone()),
     };
     if entry.is_none() && opts.require_all {
         // Not even described: an unapproved component runs no code at all.
@@ -267,10 +292,10 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
     let defs: Vec<ToolDef> = plugin.tools().iter().map(|t| tool_def(t.spec())).collect();
     report.digest = Some(plugin.digest());
     let digest = plugin.digest();
-    // A signature is looked for only where it decides something: a changed file under
-    // the default rule.
-    let signed_by = match entry {
-        Some(e) if e.digest != digest && opts.updates == UpdateRule::Signed => package_signer(
+    // A signature is looked for only where it decides something: a changed file (its
+    // release version and its signer are checked under every update rule).
+    let signed = match entry {
+        Some(e) if e.digest != digest => package_signature(
             name,
             path,
             &digest,
@@ -285,8 +310,12 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
         &request_of(&request),
         &defs,
         opts,
-        signed_by.as_deref(),
+        signed.as_ref(),
     );
+    report.version = match &report.state {
+        TrustState::Updated { version, .. } => version.clone(),
+        _ => entry.and_then(|e| e.version.clone()),
+    };
     match (&report.state, entry) {
         (TrustState::Unapproved, _) | (_, None) => {
             let hint = approve_hint(name, dir);

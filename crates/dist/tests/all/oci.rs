@@ -47,6 +47,7 @@ async fn publish_then_fetch_by_tag_and_by_digest() -> anyhow::Result<()> {
         &wasm,
         Some(&request),
         Some(&sig),
+        None,
         &target,
         &PublishOptions::default(),
     )
@@ -98,7 +99,7 @@ async fn digest_pin_is_enforced() -> anyhow::Result<()> {
     };
     let wasm = calc_wasm();
     let target = reg.oci("pin/calc:v1");
-    publish(&wasm, None, None, &target, &PublishOptions::default()).await?;
+    publish(&wasm, None, None, None, &target, &PublishOptions::default()).await?;
     let wrong = sha256_digest(b"something else");
     let err = fetch(
         &Source::Oci(target.clone()),
@@ -153,7 +154,7 @@ async fn tampered_blob_in_the_registry_is_refused() -> anyhow::Result<()> {
     };
     let wasm = calc_wasm();
     let target = reg.oci("tamper/calc:1");
-    publish(&wasm, None, None, &target, &PublishOptions::default()).await?;
+    publish(&wasm, None, None, None, &target, &PublishOptions::default()).await?;
     let blob = reg.blob_file(&sha256_digest(&wasm));
     let original = std::fs::read(&blob)?;
     assert_eq!(original, wasm, "the registry stores the layer as is");
@@ -256,6 +257,7 @@ async fn oversized_layers_and_manifests_are_refused() -> anyhow::Result<()> {
         &wasm,
         Some(&request),
         None,
+        None,
         &target,
         &PublishOptions::default(),
     )
@@ -320,6 +322,7 @@ async fn publish_refuses_what_is_not_a_component_or_has_no_tag() -> anyhow::Resu
         b"not wasm",
         None,
         None,
+        None,
         &reg.oci("x/y:1"),
         &PublishOptions::default(),
     )
@@ -336,6 +339,7 @@ async fn publish_refuses_what_is_not_a_component_or_has_no_tag() -> anyhow::Resu
             &calc_wasm(),
             None,
             None,
+            None,
             &by_digest,
             &PublishOptions::default()
         )
@@ -345,6 +349,7 @@ async fn publish_refuses_what_is_not_a_component_or_has_no_tag() -> anyhow::Resu
     // Good call.
     publish(
         &calc_wasm(),
+        None,
         None,
         None,
         &reg.oci("x/y:1"),

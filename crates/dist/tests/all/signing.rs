@@ -144,6 +144,7 @@ fn fetched(wasm: &[u8], signature: Option<String>) -> Fetched {
         digest: sha256_digest(wasm),
         request: None,
         signature,
+        statement: None,
         source: "file:///calc.wasm".into(),
     }
 }
@@ -267,5 +268,72 @@ fn a_signed_statement_covers_the_request_and_the_name() -> anyhow::Result<()> {
     let v = check_package(&package(&wasm, request, &sig), "calc", trusted, false)?
         .expect("a trusted signature");
     assert_eq!((v.signer, v.coverage), (signer.key_id, Coverage::Package));
+    Ok(())
+}
+
+/// The statement that travels with a package carries its version: the real `minisign`
+/// signs it, and the version is believed only when the statement names exactly the
+/// package fetched. A statement for another package (another name, component or
+/// request), one with two versions, or one a signature does not cover is refused or
+/// unversioned; then the genuine one verifies with its version.
+#[test]
+fn a_shipped_statement_carries_the_version_and_must_name_this_package() -> anyhow::Result<()> {
+    let Some(signer) = Keys::generate()? else {
+        return Ok(());
+    };
+    let trusted = std::slice::from_ref(&signer.public);
+    let wasm = calc_wasm();
+    let request = "read = [\"data\"]\n";
+    let v = |s: &str| toolhost_dist::parse_version(s).unwrap();
+    let statement = Statement::of("calc", &wasm, Some(request.as_bytes())).versioned(v("2.1.0"));
+    let text = statement.text();
+    let sig = signer.minisign_sign(text.as_bytes())?;
+    let package = |statement: Option<String>| Fetched {
+        request: Some(request.to_string()),
+        statement,
+        ..fetched(&wasm, Some(sig.clone()))
+    };
+
+    // A statement for another component, with a signature over it: refused, naming both.
+    let mut other = wasm.clone();
+    other.extend_from_slice(b"\0v1");
+    let foreign = Statement::of("calc", &other, Some(request.as_bytes())).versioned(v("9.0.0"));
+    let foreign_sig = signer.minisign_sign(foreign.text().as_bytes())?;
+    let err = check_package(
+        &Fetched {
+            signature: Some(foreign_sig),
+            ..package(Some(foreign.text()))
+        },
+        "calc",
+        trusted,
+        true,
+    )
+    .unwrap_err();
+    assert!(matches!(err, DistError::BadSignature(_)), "{err}");
+    assert!(
+        err.to_string().contains("describes another package"),
+        "{err}"
+    );
+    // Two versions: a malformed statement, refused naming where it came from.
+    let doubled = text.replace("version: 2.1.0\n", "version: 2.1.0\nversion: 9.0.0\n");
+    let err = check_package(&package(Some(doubled)), "calc", trusted, true).unwrap_err();
+    assert!(matches!(err, DistError::BadStatement { .. }), "{err}");
+    assert!(
+        err.to_string().contains("appears twice") && err.to_string().contains("file:///calc.wasm"),
+        "{err}"
+    );
+    // A bumped version the signature does not cover: not believed; the signature then
+    // matches no statement of this package at all.
+    let bumped = text.replace("2.1.0", "3.0.0");
+    let err = check_package(&package(Some(bumped)), "calc", trusted, true).unwrap_err();
+    assert!(matches!(err, DistError::BadSignature(_)), "{err}");
+    // No statement beside it: the signature is over the v2 text, so nothing verifies.
+    assert!(check_package(&package(None), "calc", trusted, true).is_err());
+
+    // Good: the genuine statement, with its version.
+    let verified =
+        check_package(&package(Some(text)), "calc", trusted, false)?.expect("a trusted signature");
+    assert_eq!(verified.coverage, Coverage::Package);
+    assert_eq!(verified.version, Some(v("2.1.0")));
     Ok(())
 }
