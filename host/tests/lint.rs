@@ -351,3 +351,58 @@ fn a_missing_plugins_folder_named_on_the_command_line_is_an_error() {
         show(&out)
     );
 }
+
+/// The benign corpus: tool definitions nobody here wrote (the reference servers
+/// server-everything and server-filesystem, with their titles, annotations and output
+/// schemas) and the example plugins, every string of them read in every decoding: no
+/// error. Warnings are allowed (undescribed parameters, links).
+#[test]
+fn the_benign_corpus_lints_without_errors() {
+    let (Some(everything), Some(filesystem)) = (
+        toolhost_testkit::peers::everything(),
+        toolhost_testkit::peers::filesystem(),
+    ) else {
+        return;
+    };
+    let Some(plugins) =
+        built_plugins(&["calc.wasm", "files.wasm", "js_http.wasm", "py_files.wasm"])
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\ntimeout_secs = 30\n\
+             [mcp.servers.filesystem]\ncommand = \"node\"\nargs = [{:?}, {:?}]\ntimeout_secs = 30\n",
+            everything.display().to_string(),
+            filesystem.display().to_string(),
+            shared.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = toolhost(dir.path(), &plugins, &["lint", "--json"]);
+    let doc = json(&out);
+    let errors: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(out.status.success(), "{}", show(&out));
+    let tools = |source: &str| {
+        doc["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["source"] == source)
+            .and_then(|s| s["tools"].as_u64())
+            .unwrap_or(0)
+    };
+    assert!(tools("mcp:everything") >= 10, "{doc:#}");
+    assert!(tools("mcp:filesystem") >= 10, "{doc:#}");
+    assert!(tools("plugin:calc") >= 2, "{doc:#}");
+}

@@ -30,6 +30,7 @@ pub mod permission;
 pub mod redact;
 pub mod registry;
 pub mod render;
+pub mod shown;
 pub mod typed;
 
 pub use approvals::{

@@ -1,117 +1,29 @@
 //! Canonical JSON (object keys sorted, no whitespace) and the hash of a tool definition.
 //!
-//! The hash pins what a model is shown about a tool: its name, description, parameter
-//! schema and declared permissions. Two definitions that differ only in key order or
-//! whitespace hash the same; any change to the text or the schema changes the hash.
+//! The hash pins what a model or a client is shown about a tool: its name, description,
+//! parameter schema and declared permissions, and its title, annotations' title, output
+//! schema and icons when its source gives them (`toolhost_core::tools::shown`). Two
+//! definitions that differ only in key order or whitespace hash the same; any change to a
+//! shown field changes the hash.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Writes `value` as canonical JSON: object keys sorted by their UTF-8 bytes, no
-/// whitespace, strings and numbers as serde_json writes them. Sorting is done here rather
-/// than relying on `serde_json::Map`'s order, which a `preserve_order` feature anywhere
-/// in the build would change.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                if let Some(v) = map.get(k) {
-                    write_canonical(v, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
+/// One tool definition as the operator approves it: exactly what a model or a client is
+/// shown of the tool (`toolhost_core::tools::shown::ShownTool`, the value lint reads too),
+/// so the approval pins every field lint reads and nothing lint does not.
+pub use toolhost_core::tools::shown::ShownTool as ToolDef;
+/// Canonical JSON (the one writer, `toolhost_core::tools::shown`).
+pub use toolhost_core::tools::shown::canonical_json;
 
 /// "sha256:HEX" of some bytes.
 pub fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
-/// One tool definition as the operator approves it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolDef {
-    /// The tool name.
-    pub name: String,
-    /// The description shown to models.
-    pub description: String,
-    /// The parameter JSON Schema.
-    pub parameters: Value,
-    /// The declared permissions (`read`, `network`, ...), as their names.
-    pub permissions: Vec<String>,
-}
-
-impl ToolDef {
-    /// A definition; permissions are sorted and deduplicated (their order means nothing).
-    pub fn new(
-        name: impl Into<String>,
-        description: impl Into<String>,
-        parameters: Value,
-        permissions: impl IntoIterator<Item = String>,
-    ) -> Self {
-        let mut permissions: Vec<String> = permissions.into_iter().collect();
-        permissions.sort();
-        permissions.dedup();
-        ToolDef {
-            name: name.into(),
-            description: description.into(),
-            parameters,
-            permissions,
-        }
-    }
-
-    /// The definition as one JSON value (`name`, `description`, `parameters`, `permissions`).
-    pub fn to_value(&self) -> Value {
-        serde_json::json!({
-            "name": self.name,
-            "description": self.description,
-            "parameters": self.parameters,
-            "permissions": self.permissions,
-        })
-    }
-
-    /// Canonical JSON of [`Self::to_value`].
-    pub fn canonical(&self) -> String {
-        canonical_json(&self.to_value())
-    }
-
-    /// "sha256:HEX" of the canonical JSON: what the lock records per tool.
-    pub fn hash(&self) -> String {
-        sha256(self.canonical().as_bytes())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn canonical_json_sorts_keys_and_drops_whitespace() {

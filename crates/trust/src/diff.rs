@@ -123,6 +123,9 @@ impl fmt::Display for Diff {
             let Some(old) = &c.old else {
                 writeln!(f, "      (the approved text was not kept; now:)")?;
                 writeln!(f, "      description: {}", clean(&c.new.description))?;
+                if let Some(t) = &c.new.title {
+                    writeln!(f, "      title:       {}", clean(t))?;
+                }
                 writeln!(
                     f,
                     "      parameters:  {}",
@@ -152,6 +155,30 @@ impl fmt::Display for Diff {
                 writeln!(f, "      permissions")?;
                 writeln!(f, "        old: {}", clean(&old.permissions.join(",")))?;
                 writeln!(f, "        new: {}", clean(&c.new.permissions.join(",")))?;
+            }
+            // Every other shown field, each on its own (docs/trust.md: approval pins all
+            // a model or client is shown).
+            let (old_v, new_v) = (old.to_value(), c.new.to_value());
+            for field in old.changed_fields(&c.new) {
+                let pointer = match field {
+                    "title" => "/title",
+                    "annotations.title" => "/annotations/title",
+                    "outputSchema" => "/outputSchema",
+                    "icons" => "/icons",
+                    _ => continue,
+                };
+                let show = |v: &serde_json::Value| {
+                    v.pointer(pointer).map_or_else(
+                        || "(none)".to_string(),
+                        |x| match x {
+                            serde_json::Value::String(s) => s.clone(),
+                            other => canonical_json(other),
+                        },
+                    )
+                };
+                writeln!(f, "      {field}")?;
+                writeln!(f, "        old: {}", clean(&show(&old_v)))?;
+                writeln!(f, "        new: {}", clean(&show(&new_v)))?;
             }
         }
         Ok(())

@@ -39,14 +39,7 @@ pub struct LintArgs {
 /// The lint subjects of one source's definitions.
 pub fn subjects(source: &str, defs: &[ToolDef]) -> Vec<Subject> {
     defs.iter()
-        .map(|d| {
-            Subject::new(
-                source,
-                d.name.clone(),
-                d.description.clone(),
-                d.parameters.clone(),
-            )
-        })
+        .map(|d| Subject::shown(source, d.clone()))
         .collect()
 }
 

@@ -8,8 +8,10 @@ use toolhost_trust::{Lock, ToolDef, clean};
 use crate::loader::LoadProblem;
 use crate::tools::ToolRegistry;
 
-/// The definition of an MCP server's tool, as the lock pins it (its own name, the
-/// description, the input schema and the permissions its annotations map to).
+/// The definition of an MCP server's tool, as the lock pins it and lint reads it: all a
+/// client or model is shown (its own name, the description, the input schema, the
+/// permissions its annotations map to, and its title, annotations' title, output schema
+/// and icons).
 pub fn mcp_tool_def(info: &crate::mcp::McpToolInfo) -> ToolDef {
     ToolDef::new(
         info.name.clone(),
@@ -21,6 +23,12 @@ pub fn mcp_tool_def(info: &crate::mcp::McpToolInfo) -> ToolDef {
             .unwrap_or_default()
             .iter()
             .map(|p| p.as_str().to_string()),
+    )
+    .with_display(
+        info.title.clone(),
+        info.annotations.as_ref().and_then(|a| a.title.clone()),
+        info.output_schema.clone(),
+        info.icons.iter().map(|i| i.src.clone()).collect(),
     )
 }
 

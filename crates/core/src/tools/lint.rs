@@ -30,9 +30,12 @@
 
 use serde::Serialize;
 
-use super::definition::FunctionDefinition;
+use super::shown::ShownTool;
 
+pub mod decode;
 pub mod desc;
+#[cfg(test)]
+mod evasions;
 pub mod hidden;
 pub mod names;
 pub mod poison;
@@ -194,6 +197,10 @@ rules! {
     SchemaTooComplex = "schema-too-complex", Warning,
         "a parameter schema deeper than 64 levels or over 10000 subschemas (checked only that far)",
         "flatten the schema";
+    /// A definition too large or too deep to read whole.
+    DefinitionTooLarge = "definition-too-large", Error,
+        "a definition too large or too deep to read whole (over 10000 JSON values, 64 levels or 1 MiB of text): what lies beyond is not checked",
+        "shorten the definition; a model reads all of it on every request";
     /// A plugin or server whose definitions could not be read.
     LoadFailed = "load-failed", Error,
         "a plugin that does not load or an MCP server that does not answer (nothing of it could be checked)",
@@ -218,25 +225,30 @@ pub struct Subject {
     /// Where it comes from: `plugin:NAME` or `mcp:SERVER`. Names are compared across
     /// sources, and a source may name its own tools.
     pub source: String,
-    /// The definition as a model would see it (name as the source gives it).
-    pub definition: FunctionDefinition,
+    /// The definition as a model or client is shown it (name as the source gives it):
+    /// the same value an approval pins ([`crate::tools::shown`]).
+    pub definition: ShownTool,
 }
 
 impl Subject {
-    /// A subject from its parts.
+    /// A subject from its parts (a tool that shows nothing beyond them).
     pub fn new(
         source: impl Into<String>,
         name: impl Into<String>,
         description: impl Into<String>,
         parameters: serde_json::Value,
     ) -> Subject {
+        Subject::shown(
+            source,
+            ShownTool::new(name, description, parameters, Vec::new()),
+        )
+    }
+
+    /// A subject showing `tool`, every field of it.
+    pub fn shown(source: impl Into<String>, tool: ShownTool) -> Subject {
         Subject {
             source: source.into(),
-            definition: FunctionDefinition {
-                name: name.into(),
-                description: description.into(),
-                parameters,
-            },
+            definition: tool,
         }
     }
 }
@@ -342,8 +354,16 @@ pub fn lint(subjects: &[Subject]) -> Vec<Finding> {
 /// its schema. (What needs the other definitions, [`lint`] adds.)
 pub fn lint_tool(subject: &Subject) -> Vec<Finding> {
     let walk = schema::walk(&subject.definition.parameters);
-    let texts = text::texts(&subject.definition, &walk);
+    let (texts, cut) = text::texts(&subject.definition, &walk);
     let mut out = Vec::new();
+    if let Some(why) = cut {
+        out.push(Finding::new(
+            Rule::DefinitionTooLarge,
+            subject,
+            "",
+            format!("not read whole: {why}; what lies beyond was not checked"),
+        ));
+    }
     out.extend(names::check_one(subject));
     out.extend(desc::check(subject, &walk));
     out.extend(hidden::check(subject, &texts));

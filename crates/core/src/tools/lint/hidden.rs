@@ -155,12 +155,13 @@ pub fn hidden_parts(raw: &str) -> Vec<String> {
 pub fn check(subject: &Subject, texts: &[Text<'_>]) -> Vec<Finding> {
     let name = Text {
         location: "name".into(),
-        raw: &subject.definition.name,
+        raw: std::borrow::Cow::Borrowed(&subject.definition.name),
+        is_key: false,
     };
     std::iter::once(&name)
         .chain(texts)
         .filter_map(|t| {
-            let parts = hidden_parts(t.raw);
+            let parts = hidden_parts(&t.raw);
             (!parts.is_empty())
                 .then(|| Finding::new(Rule::HiddenText, subject, &t.location, parts.join("; ")))
         })

@@ -39,7 +39,11 @@ use super::{Finding, Rule, Subject};
 pub const INSTRUCTIONS: &[(&str, &str)] = &[
     (
         "tells the model to ignore its instructions",
-        r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|of\s+)?(?:the\s+|your\s+|my\s+)?(?:previous|prior|above|earlier|preceding|other|system|original|existing|safety|all|any)\b[^.!?]{0,30}?\b(?:instructions?|prompts?|rules|guidelines|directions|directives|constraints|polic(?:y|ies)|guardrails|messages|context)\b",
+        r"\b(?:ignore|disregard|forget|override|bypass|skip)\b(?:[^\w.!?]+\w+){0,8}?[^\w.!?]+(?:previous|prior|above|earlier|preceding|other|system|original|existing|safety|all|any)\b(?:[^\w.!?]+\w+){0,12}?[^\w.!?]+(?:instructions?|prompts?|rules|guidelines|directions|directives|constraints|polic(?:y|ies)|guardrails|messages|context)\b",
+    ),
+    (
+        "tells the model to ignore its instructions",
+        r"\b(?:ignore|disregard|forget|override|bypass)\b(?:[^\w.!?]+\w+){0,3}?[^\w.!?]+(?:instructions?|prompts?|rules|guidelines|directions|directives|messages)\b(?:[^\w.!?]+\w+){0,4}?[^\w.!?]+(?:above|before|so\s+far|earlier|previously|given\s+(?:to\s+you|so\s+far|before)|you\s+(?:were|have\s+been)\s+given)\b",
     ),
     (
         "tells the model what to call or do first",
@@ -89,7 +93,8 @@ pub const INSTRUCTIONS: &[(&str, &str)] = &[
 
 /// The pattern of `poison-secret-path`.
 pub const SECRET_PATHS: &str = r#"(?x)
-    ~/\.ssh\b | \.ssh/ | \$home/\.ssh\b
+    ~/\.ssh\b | \.ssh/ | \$home/\.ssh\b | [/\\]\.ssh\b
+    | [/\\]\.aws\b | [/\\]\.gnupg\b | [/\\]\.kube\b
     | \bid_(?:rsa|dsa|ecdsa|ed25519)\b | \bauthorized_keys\b
     | (?:^|[\s"'`(\[=:/])\.env(?:\.[a-z0-9_-]+)?\b
     | \.aws/(?:credentials|config)\b | ~/\.aws\b
@@ -104,7 +109,9 @@ pub const SECRET_PATHS: &str = r#"(?x)
 
 const LINK: &str = r"\b(?:(?:https?|ftp|wss?)://|mailto:)[^\s]+";
 const DATA_URL: &str = r"\bdata:[a-z0-9.+-]+/[a-z0-9.+-]+[;,]";
-const SEND_BEFORE: &str = r"\b(?:send|post|upload|forward|report|submit|transmit|exfiltrate|leak|beacon|ping|notify|deliver)(?:s|es|ing)?\b";
+/// An e-mail address (a target to send data to, when a sending verb comes before it).
+const EMAIL: &str = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+";
+const SEND_BEFORE: &str = r"\b(?:send|post|upload|forward|report|submit|transmit|exfiltrate|leak|beacon|ping|notify|deliver|e-?mail|mail|cc|bcc)(?:s|es|ed|ing)?\b";
 
 /// A pattern compiled case-insensitively.
 fn compile(pattern: &str) -> Option<Regex> {
@@ -121,6 +128,7 @@ struct Patterns {
     secret: Option<Regex>,
     link: Option<Regex>,
     data_url: Option<Regex>,
+    email: Option<Regex>,
     send_before: Option<Regex>,
 }
 
@@ -132,6 +140,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
     secret: compile(SECRET_PATHS),
     link: compile(LINK),
     data_url: compile(DATA_URL),
+    email: compile(EMAIL),
     send_before: compile(SEND_BEFORE),
 });
 
@@ -168,92 +177,128 @@ fn exfil(text: &str, start: usize, link: &str) -> bool {
             .is_some_and(|re| re.is_match(before))
 }
 
-/// The poisoning findings of one subject's texts (all but `poison-tool-reference`).
+/// The poisoning findings of one subject's texts (all but `poison-tool-reference`). Each
+/// text is read in every decoding ([`super::decode::readings`]: as written, then with
+/// confusable letters, HTML entities, percent-escapes, base64 and hex runs, spaced-out
+/// letters, leetspeak and defanged links decoded); a rule reports once per text, from the
+/// first reading that shows it, and says which decoding revealed it.
 pub fn check(subject: &Subject, texts: &[Text<'_>]) -> Vec<Finding> {
-    let p = &*PATTERNS;
     let mut out = Vec::new();
     for t in texts {
-        let text = normalize(t.raw);
-        let mut first: Option<(usize, usize, &str)> = None;
-        let mut count = 0;
-        for (what, re) in &p.instructions {
-            for m in re.find_iter(&text) {
-                count += 1;
-                if first.is_none_or(|(s, _, _)| m.start() < s) {
-                    first = Some((m.start(), m.end(), what));
+        let mut reported: Vec<Rule> = Vec::new();
+        for reading in super::decode::readings(&t.raw) {
+            for (rule, message) in check_text(&reading.text) {
+                if reported.contains(&rule) {
+                    continue;
                 }
-            }
-        }
-        if let Some((s, e, what)) = first {
-            out.push(Finding::new(
-                Rule::PoisonInstruction,
-                subject,
-                &t.location,
-                format!(
-                    "{what}: \"{}\"{}",
-                    excerpt(around(&text, s, e)),
-                    more(count)
-                ),
-            ));
-        }
-        if let Some((s, e, n)) = matches(p.secret.as_ref(), &text) {
-            out.push(Finding::new(
-                Rule::PoisonSecretPath,
-                subject,
-                &t.location,
-                format!(
-                    "names a secret path: \"{}\"{}",
-                    excerpt(
-                        text[s..e].trim_start_matches([' ', '"', '\'', '`', '(', '[', '=', ':'])
-                    ),
-                    more(n)
-                ),
-            ));
-        }
-        if let Some((s, e, n)) = matches(p.data_url.as_ref(), &text) {
-            out.push(Finding::new(
-                Rule::PoisonDataUrl,
-                subject,
-                &t.location,
-                format!("holds a data URL: \"{}…\"{}", excerpt(&text[s..e]), more(n)),
-            ));
-        }
-        let links: Vec<(usize, &str)> = p
-            .link
-            .as_ref()
-            .map(|re| {
-                re.find_iter(&text)
-                    .map(|m| {
-                        let l = m
-                            .as_str()
-                            .trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '"', '\'']);
-                        (m.start(), l)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let (bad, plain): (Vec<_>, Vec<_>) =
-            links.into_iter().partition(|(s, l)| exfil(&text, *s, l));
-        for (rule, found, what) in [
-            (Rule::PoisonExfil, &bad, "a link to send data to"),
-            (Rule::PoisonLink, &plain, "a link"),
-        ] {
-            if let Some((s, l)) = found.first() {
-                let shown = if rule == Rule::PoisonExfil {
-                    around(&text, *s, s + l.len())
-                } else {
-                    l
+                reported.push(rule);
+                let message = match reading.decoding {
+                    super::decode::Decoding::Plain => message,
+                    d => format!("{message} (revealed by decoding {})", d.as_str()),
                 };
-                out.push(Finding::new(
-                    rule,
-                    subject,
-                    &t.location,
-                    format!("holds {what}: \"{}\"{}", excerpt(shown), more(found.len())),
-                ));
+                out.push(Finding::new(rule, subject, &t.location, message));
             }
         }
     }
     out
+}
+
+/// The poisoning rules on one normalised reading of a text: (rule, message) pairs, one
+/// per rule at most.
+fn check_text(text: &str) -> Vec<(Rule, String)> {
+    let p = &*PATTERNS;
+    let mut out = Vec::new();
+    let mut first: Option<(usize, usize, &str)> = None;
+    let mut count = 0;
+    for (what, re) in &p.instructions {
+        for m in re.find_iter(text) {
+            count += 1;
+            if first.is_none_or(|(s, _, _)| m.start() < s) {
+                first = Some((m.start(), m.end(), what));
+            }
+        }
+    }
+    if let Some((s, e, what)) = first {
+        out.push((
+            Rule::PoisonInstruction,
+            format!("{what}: \"{}\"{}", excerpt(around(text, s, e)), more(count)),
+        ));
+    }
+    if let Some((s, e, n)) = matches(p.secret.as_ref(), text) {
+        out.push((
+            Rule::PoisonSecretPath,
+            format!(
+                "names a secret path: \"{}\"{}",
+                excerpt(text[s..e].trim_start_matches([' ', '"', '\'', '`', '(', '[', '=', ':'])),
+                more(n)
+            ),
+        ));
+    }
+    if let Some((s, e, n)) = matches(p.data_url.as_ref(), text) {
+        out.push((
+            Rule::PoisonDataUrl,
+            format!("holds a data URL: \"{}…\"{}", excerpt(&text[s..e]), more(n)),
+        ));
+    }
+    let links: Vec<(usize, &str)> = p
+        .link
+        .as_ref()
+        .map(|re| {
+            re.find_iter(text)
+                .map(|m| {
+                    let l = m
+                        .as_str()
+                        .trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '"', '\'']);
+                    (m.start(), l)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let (mut bad, plain): (Vec<_>, Vec<_>) =
+        links.into_iter().partition(|(s, l)| exfil(text, *s, l));
+    // An e-mail address a sending verb points at is a place to send data to as well
+    // ("e-mail it to someone@host").
+    if let Some(re) = p.email.as_ref() {
+        bad.extend(
+            re.find_iter(text)
+                .filter(|m| !text[..m.start()].ends_with("mailto:"))
+                .filter(|m| sent_to(text, m.start()))
+                .map(|m| (m.start(), m.as_str())),
+        );
+        bad.sort_by_key(|(s, _)| *s);
+    }
+    for (rule, found, what) in [
+        (Rule::PoisonExfil, &bad, "a link to send data to"),
+        (Rule::PoisonLink, &plain, "a link"),
+    ] {
+        if let Some((s, l)) = found.first() {
+            let shown = if rule == Rule::PoisonExfil {
+                around(text, *s, s + l.len())
+            } else {
+                l
+            };
+            out.push((
+                rule,
+                format!("holds {what}: \"{}\"{}", excerpt(shown), more(found.len())),
+            ));
+        }
+    }
+    out
+}
+
+/// Whether a sending verb stands in the eight words before byte `start` of `text`.
+fn sent_to(text: &str, start: usize) -> bool {
+    let before = &text[..start];
+    let from = before
+        .char_indices()
+        .rev()
+        .filter(|(_, c)| c.is_whitespace())
+        .nth(8)
+        .map_or(0, |(i, _)| i);
+    PATTERNS
+        .send_before
+        .as_ref()
+        .is_some_and(|re| re.is_match(&before[from..]))
 }
 
 /// Whether a tool name is identifier-like (has `_`, `-`, a digit or an inner capital), so
@@ -309,8 +354,13 @@ pub fn tool_references(subjects: &[Subject]) -> Vec<Finding> {
     let mut out = Vec::new();
     for s in subjects {
         let walk = super::schema::walk(&s.definition.parameters);
-        for t in super::text::texts(&s.definition, &walk) {
-            let text = normalize(t.raw);
+        // A property name that equals another source's tool is a schema's own word.
+        for t in super::text::texts(&s.definition, &walk)
+            .0
+            .iter()
+            .filter(|t| !t.is_key)
+        {
+            let text = normalize(&t.raw);
             // Referenced name -> the sources offering it.
             let mut named: BTreeMap<&str, &BTreeSet<&str>> = BTreeMap::new();
             for (start, end) in name_tokens(&text) {

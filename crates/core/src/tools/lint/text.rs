@@ -1,58 +1,68 @@
-//! The text of a definition as the rules read it: every string a model is shown (the
-//! description, and the descriptions, titles, enum values, defaults and examples in the
-//! parameter schema), a normalised form that phrase rules match on, and [`excerpt`], the
-//! only way a message quotes the definition.
+//! The text of a definition as the rules read it: every string a model or client is
+//! shown ([`crate::tools::shown`]: the description, the title and annotations' title, and
+//! every string and key of the parameter and output schemas), a normalised form that
+//! phrase rules match on, and [`excerpt`], the only way a message quotes the definition.
+
+use std::borrow::Cow;
 
 use unicode_normalization::UnicodeNormalization;
 
 use super::hidden::is_hidden;
 use super::schema::Walk;
-use crate::tools::definition::FunctionDefinition;
+use crate::tools::shown::{ShownTool, strings};
 
 /// One string of a definition and where it is.
 #[derive(Debug, Clone)]
 pub struct Text<'a> {
-    /// `description` or `parameters#/json/pointer`.
+    /// `description`, `title`, `annotations.title`, `parameters#/json/pointer`,
+    /// `outputSchema#/json/pointer` or `icons/N`; an object key's location ends in
+    /// ` (key)`.
     pub location: String,
     /// The text as the source gave it.
-    pub raw: &'a str,
+    pub raw: Cow<'a, str>,
+    /// Whether it is an object key (a property name, an `x-*` key).
+    pub is_key: bool,
 }
 
-/// Every string of `def` a model is shown, with its location: the description first, then
-/// per schema node (in `walk`'s order) its `title`, `description`, string `enum` and
-/// `examples` items, and string `default` and `const`.
-pub fn texts<'a>(def: &'a FunctionDefinition, walk: &Walk<'a>) -> Vec<Text<'a>> {
-    let mut out = vec![Text {
-        location: "description".into(),
-        raw: &def.description,
-    }];
-    for node in &walk.nodes {
-        let Some(obj) = node.schema.as_object() else {
-            continue;
-        };
-        for key in ["title", "description", "default", "const"] {
-            if let Some(s) = obj.get(key).and_then(|v| v.as_str()) {
-                out.push(Text {
-                    location: format!("parameters#{}/{key}", node.pointer),
-                    raw: s,
-                });
-            }
-        }
-        for key in ["enum", "examples"] {
-            let Some(items) = obj.get(key).and_then(|v| v.as_array()) else {
-                continue;
-            };
-            for (i, item) in items.iter().enumerate() {
-                if let Some(s) = item.as_str() {
-                    out.push(Text {
-                        location: format!("parameters#{}/{key}/{i}", node.pointer),
-                        raw: s,
-                    });
+/// Every string of `def` a model or client is shown, with its location, in a fixed order
+/// (the shown value's keys sorted, depth first), and why the reading stopped early, if it
+/// did (a definition too large or too deep to read whole: [`crate::tools::shown::strings`]).
+/// The tool's name (the `names` rules read it) and its permissions (named by the host)
+/// are not among them; nor is a `$schema` dialect URL.
+pub fn texts<'a>(def: &'a ShownTool, _walk: &Walk<'a>) -> (Vec<Text<'a>>, Option<String>) {
+    let value = def.to_value();
+    let all = strings(&value);
+    let mut out = Vec::new();
+    for s in &all.items {
+        let mut parts = s.pointer.splitn(3, '/').skip(1);
+        let (field, rest) = (parts.next().unwrap_or(""), parts.next());
+        let location = match (field, rest) {
+            // The shown value's own field names are the host's, not the source's.
+            (_, None) if s.is_key => continue,
+            ("name" | "permissions", _) => continue,
+            ("annotations", Some("title")) if s.is_key => continue,
+            ("annotations", Some("title")) => "annotations.title".to_string(),
+            ("parameters" | "outputSchema", Some(rest)) => {
+                if !s.is_key && rest.ends_with("$schema") && s.text.contains("json-schema.org/") {
+                    continue;
                 }
+                format!("{field}#/{rest}")
             }
-        }
+            ("icons", Some(i)) => format!("icons/{i}"),
+            (f, None) => f.to_string(),
+            (f, Some(rest)) => format!("{f}/{rest}"),
+        };
+        out.push(Text {
+            location: if s.is_key {
+                format!("{location} (key)")
+            } else {
+                location
+            },
+            raw: Cow::Owned(s.text.to_string()),
+            is_key: s.is_key,
+        });
     }
-    out
+    (out, all.cut)
 }
 
 /// The form phrase rules match on: hidden characters dropped (so `ig\u{200b}nore` reads
@@ -138,33 +148,68 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn texts_are_the_description_and_every_schema_string_a_model_sees() {
-        let def = FunctionDefinition {
-            name: "t".into(),
-            description: "Top.".into(),
-            parameters: json!({"type": "object", "title": "T", "properties": {
+    fn texts_are_every_string_and_key_a_model_or_client_is_shown() {
+        let def = ShownTool::new(
+            "t",
+            "Top.",
+            json!({"type": "object", "title": "T", "properties": {
                 "a": {"type": "string", "description": "A.", "enum": ["x", 1, "y"],
-                      "default": "x", "examples": ["z"]},
+                      "default": {"k": "x"}, "examples": ["z"]},
                 "b": {"type": "integer", "default": 3}
             }}),
-        };
-        let walk = super::super::schema::walk(&def.parameters);
-        let got: Vec<(String, &str)> = texts(&def, &walk)
-            .into_iter()
-            .map(|t| (t.location, t.raw))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("description".to_string(), "Top."),
-                ("parameters#/title".into(), "T"),
-                ("parameters#/properties/a/description".into(), "A."),
-                ("parameters#/properties/a/default".into(), "x"),
-                ("parameters#/properties/a/enum/0".into(), "x"),
-                ("parameters#/properties/a/enum/2".into(), "y"),
-                ("parameters#/properties/a/examples/0".into(), "z"),
-            ]
+            vec!["read".into()],
+        )
+        .with_display(
+            Some("Title".into()),
+            Some("Ann".into()),
+            Some(
+                json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                        "x-hint": "h"}),
+            ),
+            vec![],
         );
+        let walk = super::super::schema::walk(&def.parameters);
+        let (texts, cut) = texts(&def, &walk);
+        assert_eq!(cut, None);
+        let got: Vec<(String, String)> = texts
+            .into_iter()
+            .map(|t| (t.location, t.raw.into_owned()))
+            .collect();
+        let want: Vec<(&str, &str)> = vec![
+            ("annotations.title", "Ann"),
+            ("description", "Top."),
+            ("outputSchema#/$schema (key)", "$schema"),
+            ("outputSchema#/x-hint (key)", "x-hint"),
+            ("outputSchema#/x-hint", "h"),
+            ("parameters#/properties (key)", "properties"),
+            ("parameters#/title (key)", "title"),
+            ("parameters#/type (key)", "type"),
+            ("parameters#/properties/a (key)", "a"),
+            ("parameters#/properties/b (key)", "b"),
+            ("parameters#/properties/a/default (key)", "default"),
+            ("parameters#/properties/a/description (key)", "description"),
+            ("parameters#/properties/a/enum (key)", "enum"),
+            ("parameters#/properties/a/examples (key)", "examples"),
+            ("parameters#/properties/a/type (key)", "type"),
+            ("parameters#/properties/a/default/k (key)", "k"),
+            ("parameters#/properties/a/default/k", "x"),
+            ("parameters#/properties/a/description", "A."),
+            ("parameters#/properties/a/enum/0", "x"),
+            ("parameters#/properties/a/enum/2", "y"),
+            ("parameters#/properties/a/examples/0", "z"),
+            ("parameters#/properties/a/type", "string"),
+            ("parameters#/properties/b/default (key)", "default"),
+            ("parameters#/properties/b/type (key)", "type"),
+            ("parameters#/properties/b/type", "integer"),
+            ("parameters#/title", "T"),
+            ("parameters#/type", "object"),
+            ("title", "Title"),
+        ];
+        let want: Vec<(String, String)> = want
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
