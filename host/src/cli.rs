@@ -17,6 +17,7 @@ pub mod elicit;
 pub mod eval;
 pub mod inspect;
 pub mod install;
+pub mod judge;
 pub mod lint;
 pub mod list;
 pub mod lock;

@@ -67,6 +67,29 @@ pub struct HostConfig {
     /// `toolhost serve` settings (see `docs/mcp.md`, "Authentication").
     #[serde(default)]
     pub serve: ServeConfig,
+    /// `[lint]`: whether `approve`, `install` and `update` ask the judge model too.
+    #[serde(default)]
+    pub lint: LintConfig,
+}
+
+/// `[lint]`: the judge of tool definitions (`docs/writing-plugins.md`, "The judge").
+///
+/// ```toml
+/// [lint]
+/// judge = true          # approve, install and update ask the model chat uses
+/// judge_budget = 60000  # tokens of prompts per run
+/// ```
+///
+/// The model is the one `chat` uses: `TOOLHOST_LLM_BASE_URL`, `TOOLHOST_LLM_MODEL`,
+/// `TOOLHOST_LLM_PROVIDER` in the environment. Nothing is sent unless `judge` is true.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LintConfig {
+    /// Ask the judge model when showing definitions for approval.
+    #[serde(default)]
+    pub judge: bool,
+    /// The token budget of one run's prompts (default 60000).
+    pub judge_budget: Option<usize>,
 }
 
 /// `[serve]`: settings of `toolhost serve --http`.

@@ -55,10 +55,11 @@ pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("loading {}", wasm.display()))?;
     print!("{}", cand.summary());
-    super::lint::show_for_approval(&super::lint::subjects(
-        &format!("plugin:{name}"),
-        &cand.tools,
-    ));
+    super::lint::show_for_approval(
+        &config,
+        &super::lint::subjects(&format!("plugin:{name}"), &cand.tools),
+    )
+    .await;
     super::common::refuse_denied_folders(&config, name, &cand.request)?;
     let entry = lock.plugins.get(name);
     let request_bytes = match std::fs::read(toolhost::wasm::Policy::path_for(&wasm)) {

@@ -264,10 +264,11 @@ pub async fn run_install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     }
     let staged = stage(&host, &dir, &name, &fetched).await?;
     print!("{}", staged.cand.summary());
-    super::lint::show_for_approval(&super::lint::subjects(
-        &format!("plugin:{name}"),
-        &staged.cand.tools,
-    ));
+    super::lint::show_for_approval(
+        &config,
+        &super::lint::subjects(&format!("plugin:{name}"), &staged.cand.tools),
+    )
+    .await;
     super::common::refuse_denied_folders(&config, &name, &staged.cand.request)?;
     println!(
         "  source: {}\n  signer: {}",
@@ -358,10 +359,11 @@ pub async fn run_update(args: UpdateArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         print!("{}", staged.cand.summary());
-        super::lint::show_for_approval(&super::lint::subjects(
-            &format!("plugin:{name}"),
-            &staged.cand.tools,
-        ));
+        super::lint::show_for_approval(
+            &config,
+            &super::lint::subjects(&format!("plugin:{name}"), &staged.cand.tools),
+        )
+        .await;
         super::common::refuse_denied_folders(&config, &name, &staged.cand.request)?;
         let release = review(Some(entry), &fetched.digest, signed.as_ref());
         println!(

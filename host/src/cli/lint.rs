@@ -34,6 +34,85 @@ pub struct LintArgs {
     /// `counts`; `sources`) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also ask a model (the one `chat` uses) to judge each definition against a fixed
+    /// rubric: catches paraphrase and other languages. Nothing is sent without it.
+    #[arg(long)]
+    pub judge: bool,
+    #[command(flatten)]
+    pub model: JudgeModelArgs,
+}
+
+/// The judge's model: as for `chat` (flags or `TOOLHOST_LLM_*`), plus its bounds.
+#[derive(Debug, Clone, Args)]
+pub struct JudgeModelArgs {
+    /// The judge's API root (OpenAI-compatible or Anthropic), as for `chat`.
+    #[arg(long, env = "TOOLHOST_LLM_BASE_URL")]
+    pub base_url: Option<String>,
+    /// The judge's model name, as for `chat`.
+    #[arg(long, env = "TOOLHOST_LLM_MODEL")]
+    pub model: Option<String>,
+    /// The wire format: openai or anthropic (default: guessed from the base URL).
+    #[arg(long, value_enum, env = "TOOLHOST_LLM_PROVIDER")]
+    pub provider: Option<super::chat::ProviderKind>,
+    /// The environment variable holding the judge's API key.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// The most tokens of prompts one run sends (definitions beyond it are not judged:
+    /// `judge-failed`).
+    #[arg(long, default_value_t = super::judge::DEFAULT_BUDGET)]
+    pub judge_budget: usize,
+    /// How long one judge request may take, in seconds.
+    #[arg(long, default_value_t = super::judge::DEFAULT_TIMEOUT.as_secs())]
+    pub judge_timeout: u64,
+}
+
+impl JudgeModelArgs {
+    /// The judge of these settings: `Err` with what is missing.
+    pub fn judge(&self) -> Result<super::judge::Judge, String> {
+        let (Some(base_url), Some(model)) = (self.base_url.clone(), self.model.clone()) else {
+            return Err("no judge model: give --base-url and --model (or set TOOLHOST_LLM_BASE_URL and TOOLHOST_LLM_MODEL), as for chat".into());
+        };
+        let provider = super::chat::ModelArgs {
+            base_url,
+            model,
+            provider: self.provider,
+            api_key_env: self.api_key_env.clone(),
+        }
+        .provider()
+        .map_err(|e| format!("the judge's model: {e:#}"))?;
+        Ok(super::judge::Judge::new(
+            provider,
+            self.judge_budget,
+            std::time::Duration::from_secs(self.judge_timeout.max(1)),
+        ))
+    }
+
+    /// The judge's settings from the environment only (for `[lint] judge = true`).
+    pub fn from_env(budget: Option<usize>) -> JudgeModelArgs {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        JudgeModelArgs {
+            base_url: var("TOOLHOST_LLM_BASE_URL"),
+            model: var("TOOLHOST_LLM_MODEL"),
+            provider: var("TOOLHOST_LLM_PROVIDER").and_then(|p| {
+                <super::chat::ProviderKind as clap::ValueEnum>::from_str(&p, true).ok()
+            }),
+            api_key_env: None,
+            judge_budget: budget.unwrap_or(super::judge::DEFAULT_BUDGET),
+            judge_timeout: super::judge::DEFAULT_TIMEOUT.as_secs(),
+        }
+    }
+}
+
+/// The judge's findings over `subjects` (a `judge-failed` finding for each when no judge
+/// can be made).
+pub async fn judge_findings(model: &JudgeModelArgs, subjects: &[Subject]) -> Vec<Finding> {
+    match model.judge() {
+        Ok(judge) => judge.judge(subjects).await,
+        Err(why) => subjects
+            .iter()
+            .map(|s| Finding::new(Rule::JudgeFailed, s, "", why.clone()))
+            .collect(),
+    }
 }
 
 /// The lint subjects of one source's definitions.
@@ -117,6 +196,9 @@ pub async fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     }
     let mut findings = lint(&all);
     findings.extend(failed);
+    if args.judge {
+        findings.extend(judge_findings(&args.model, &all).await);
+    }
     sort(&mut findings);
     let counts = Counts::of(&findings);
     if args.json {
@@ -202,10 +284,16 @@ pub fn print_findings(findings: &[Finding]) {
     }
 }
 
-/// Shows the lint findings of what is about to be approved (one source's definitions).
-/// They inform the operator's decision; they do not block it.
-pub fn show_for_approval(subjects: &[Subject]) {
-    let findings = lint(subjects);
+/// Shows the lint findings of what is about to be approved (one source's definitions),
+/// with the judge's when `[lint] judge = true`. They inform the operator's decision; they
+/// do not block it.
+pub async fn show_for_approval(config: &HostConfig, subjects: &[Subject]) {
+    let mut findings = lint(subjects);
+    if config.lint.judge {
+        let model = JudgeModelArgs::from_env(config.lint.judge_budget);
+        findings.extend(judge_findings(&model, subjects).await);
+        sort(&mut findings);
+    }
     if findings.is_empty() {
         println!("  lint: no findings");
         return;

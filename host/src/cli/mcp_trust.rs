@@ -61,7 +61,11 @@ pub async fn approve(
     for t in &defs {
         println!("    {}: {}", clean(&t.name), clean(&t.description));
     }
-    super::lint::show_for_approval(&super::lint::subjects(&format!("mcp:{server}"), &defs));
+    super::lint::show_for_approval(
+        config,
+        &super::lint::subjects(&format!("mcp:{server}"), &defs),
+    )
+    .await;
     if let Some(entry) = lock.mcp.get(server) {
         let diff = Diff::between(
             &Capabilities::default(),

@@ -201,6 +201,14 @@ rules! {
     DefinitionTooLarge = "definition-too-large", Error,
         "a definition too large or too deep to read whole (over 10000 JSON values, 64 levels or 1 MiB of text): what lies beyond is not checked",
         "shorten the definition; a model reads all of it on every request";
+    /// A definition the judge model rates as an attempt to steer the model.
+    JudgeFlagged = "judge-flagged", Error,
+        "a definition the judge model (`--judge`) rates as an attempt to steer the model: paraphrased or other-language instructions the phrase rules cannot read",
+        "describe what the tool does; never address the model (check the judge's reason: it is a model's opinion)";
+    /// The judge gave no usable verdict.
+    JudgeFailed = "judge-failed", Warning,
+        "the judge model (`--judge`) gave no usable verdict: no answer in time, an answer that is not the JSON asked for, or the token budget spent",
+        "check the judge's model settings, or raise --judge-timeout / --judge-budget; the rules' findings stand regardless";
     /// A plugin or server whose definitions could not be read.
     LoadFailed = "load-failed", Error,
         "a plugin that does not load or an MCP server that does not answer (nothing of it could be checked)",

@@ -192,8 +192,11 @@ fn write_canonical(value: &Value, out: &mut String) {
 pub const MAX_DEPTH: usize = 64;
 /// The most JSON nodes [`strings`] visits.
 pub const MAX_NODES: usize = 10_000;
-/// The most characters of text [`strings`] hands over in all (each string counts whole).
+/// The most bytes of text [`strings`] hands over in all.
 pub const MAX_TEXT_BYTES: usize = 1024 * 1024;
+/// The most bytes of one string [`strings`] hands over (a longer one is read that far,
+/// and the walk goes on to the other strings).
+pub const MAX_STRING_BYTES: usize = 64 * 1024;
 
 /// One string of a shown value: where it is and what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,7 +212,9 @@ pub struct ShownString<'a> {
 /// Every string of a shown value and whether the walk stopped early.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShownStrings<'a> {
-    /// The strings, depth first, object keys in sorted order (deterministic).
+    /// The strings, depth first, object keys in sorted order (deterministic; the tool's
+    /// own fields short ones first: title, annotations, description, icons, parameters,
+    /// outputSchema).
     pub items: Vec<ShownString<'a>>,
     /// Why the walk stopped before the end (too deep, too many nodes, too much text):
     /// what lies beyond was not read.
@@ -231,12 +236,28 @@ pub fn strings(value: &Value) -> ShownStrings<'_> {
             break;
         }
         if depth > MAX_DEPTH {
-            out.cut = Some(format!("it nests deeper than {MAX_DEPTH} levels"));
-            break;
+            // That branch is not read; the others are.
+            out.cut
+                .get_or_insert_with(|| format!("{pointer} nests deeper than {MAX_DEPTH} levels"));
+            continue;
         }
         match v {
             Value::String(s) => {
-                bytes = bytes.saturating_add(s.len());
+                let mut text = s.as_str();
+                if text.len() > MAX_STRING_BYTES {
+                    let mut end = MAX_STRING_BYTES;
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    text = &text[..end];
+                    out.cut.get_or_insert_with(|| {
+                        format!(
+                            "{pointer} is {} bytes long (read up to {MAX_STRING_BYTES})",
+                            s.len()
+                        )
+                    });
+                }
+                bytes = bytes.saturating_add(text.len());
                 if bytes > MAX_TEXT_BYTES {
                     out.cut = Some(format!("it holds more than {MAX_TEXT_BYTES} bytes of text"));
                     break;
@@ -244,7 +265,7 @@ pub fn strings(value: &Value) -> ShownStrings<'_> {
                 out.items.push(ShownString {
                     pointer,
                     is_key: false,
-                    text: s,
+                    text,
                 });
             }
             Value::Array(items) => {
@@ -255,7 +276,18 @@ pub fn strings(value: &Value) -> ShownStrings<'_> {
             Value::Object(map) => {
                 let mut keys: Vec<(&String, &Value)> = map.iter().collect();
                 keys.sort_by(|a, b| a.0.cmp(b.0));
-                // Keys are read where they stand, before the values they name.
+                if depth == 0 {
+                    // The tool's own fields: the short ones first, so a huge schema
+                    // cannot use up the bounds before the title or description is read.
+                    keys.sort_by_key(|(k, _)| field_order(k));
+                }
+                // Keys are read where they stand, before the values they name; each
+                // counts as a value of its own.
+                nodes = nodes.saturating_add(keys.len());
+                if nodes > MAX_NODES {
+                    out.cut = Some(format!("it has more than {MAX_NODES} JSON values"));
+                    break;
+                }
                 for (k, _) in &keys {
                     bytes = bytes.saturating_add(k.len());
                     out.items.push(ShownString {
@@ -276,6 +308,21 @@ pub fn strings(value: &Value) -> ShownStrings<'_> {
         }
     }
     out
+}
+
+/// Where a field of the shown value is read in the walk: short text first, schemas last.
+fn field_order(key: &str) -> usize {
+    [
+        "title",
+        "annotations",
+        "description",
+        "icons",
+        "parameters",
+        "outputSchema",
+    ]
+    .iter()
+    .position(|k| *k == key)
+    .unwrap_or(6)
 }
 
 /// A key as a JSON pointer token (RFC 6901: `~` is `~0`, `/` is `~1`).
@@ -363,26 +410,62 @@ mod tests {
     #[test]
     fn the_walk_is_bounded_by_depth_nodes_and_text() {
         let mut deep = json!("bottom");
-        for _ in 0..1000 {
+        for _ in 0..200 {
             deep = json!({ "a": deep });
         }
+        let deep = json!([deep, "after"]);
         let got = strings(&deep);
         assert!(
             got.cut.as_deref().is_some_and(|c| c.contains("deeper")),
             "{:?}",
             got.cut
         );
+        assert!(
+            got.items.iter().any(|s| s.text == "after"),
+            "a deep branch is skipped, not the rest"
+        );
         let wide = Value::Object((0..20_000).map(|i| (format!("k{i}"), json!(i))).collect());
         let got = strings(&wide);
         assert!(got.cut.is_some());
-        assert!(got.items.len() <= 20_000);
-        let big = json!(["x".repeat(600 * 1024), "y".repeat(600 * 1024), "z"]);
-        let got = strings(&big);
+        assert!(got.items.len() <= MAX_NODES);
+        // One long string is read up to its bound and the walk goes on.
+        let long = json!(["x".repeat(600 * 1024), "after"]);
+        let got = strings(&long);
+        assert!(
+            got.cut.as_deref().is_some_and(|c| c.contains("/0 is")),
+            "{:?}",
+            got.cut
+        );
+        assert_eq!(got.items.len(), 2);
+        assert_eq!(got.items[0].text.len(), MAX_STRING_BYTES);
+        // Many of them stop at the total.
+        let many = Value::Array((0..40).map(|_| json!("y".repeat(60 * 1024))).collect());
+        let got = strings(&many);
         assert!(
             got.cut
                 .as_deref()
-                .is_some_and(|c| c.contains("bytes of text"))
+                .is_some_and(|c| c.contains("bytes of text")),
+            "{:?}",
+            got.cut
         );
-        assert_eq!(got.items.len(), 1);
+        assert!(got.items.len() < 40);
+    }
+
+    #[test]
+    fn the_short_fields_are_read_before_the_schemas() {
+        let wide: serde_json::Map<String, Value> =
+            (0..20_000).map(|i| (format!("p{i}"), json!("x"))).collect();
+        let tool = ShownTool::new("t", "Desc.", Value::Object(wide), vec![]).with_display(
+            Some("Title".into()),
+            Some("Ann".into()),
+            None,
+            vec![],
+        );
+        let v = tool.to_value();
+        let got = strings(&v);
+        assert!(got.cut.is_some());
+        for text in ["Title", "Ann", "Desc."] {
+            assert!(got.items.iter().any(|s| s.text == text), "{text} not read");
+        }
     }
 }

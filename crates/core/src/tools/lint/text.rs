@@ -176,11 +176,9 @@ mod tests {
             .map(|t| (t.location, t.raw.into_owned()))
             .collect();
         let want: Vec<(&str, &str)> = vec![
+            ("title", "Title"),
             ("annotations.title", "Ann"),
             ("description", "Top."),
-            ("outputSchema#/$schema (key)", "$schema"),
-            ("outputSchema#/x-hint (key)", "x-hint"),
-            ("outputSchema#/x-hint", "h"),
             ("parameters#/properties (key)", "properties"),
             ("parameters#/title (key)", "title"),
             ("parameters#/type (key)", "type"),
@@ -203,7 +201,9 @@ mod tests {
             ("parameters#/properties/b/type", "integer"),
             ("parameters#/title", "T"),
             ("parameters#/type", "object"),
-            ("title", "Title"),
+            ("outputSchema#/$schema (key)", "$schema"),
+            ("outputSchema#/x-hint (key)", "x-hint"),
+            ("outputSchema#/x-hint", "h"),
         ];
         let want: Vec<(String, String)> = want
             .into_iter()
