@@ -405,6 +405,17 @@ fn the_benign_corpus_lints_without_errors() {
             .unwrap_or(0)
     };
     assert!(tools("mcp:everything") >= 10, "{doc:#}");
+    let served = doc["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "mcp:everything")
+        .and_then(|s| s["prompts_and_resources"].as_u64())
+        .unwrap_or(0);
+    assert!(
+        served >= 3,
+        "its prompts and resources were read too: {doc:#}"
+    );
     assert!(tools("mcp:filesystem") >= 10, "{doc:#}");
     assert!(tools("plugin:calc") >= 2, "{doc:#}");
 }

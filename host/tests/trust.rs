@@ -713,7 +713,9 @@ fn every_shown_field_of_an_mcp_tool_is_pinned_by_approval() {
         "42"
     );
 
-    // Lint reads every one of those places.
+    // Lint reads every one of those places, and the server's prompt too.
+    tool["promptDescription"] = evil.into();
+    write(&tool);
     let out = f.run(&["lint", "--json"]);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let locations: Vec<String> = doc["findings"]
@@ -743,6 +745,16 @@ fn every_shown_field_of_an_mcp_tool_is_pinned_by_approval() {
             |l| l.starts_with("parameters#/properties/word (IMPORTANT") && l.ends_with("(key)")
         ),
         "{locations:#?}"
+    );
+    assert!(
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["rule"] == "poison-instruction"
+                && x["tool"] == "prompt summarise"
+                && x["location"] == "description"),
+        "{doc:#}"
     );
     assert!(!out.status.success(), "lint errors fail: {}", show(&out));
 }

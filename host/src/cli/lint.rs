@@ -21,7 +21,7 @@ use clap::Args;
 use futures::StreamExt;
 use toolhost::config::HostConfig;
 use toolhost::tools::escape;
-use toolhost::tools::lint::{Counts, Finding, Rule, Subject, lint, sort};
+use toolhost::tools::lint::{Counts, Finding, Rule, Subject, lint, lint_served, sort};
 use toolhost::trust::{Candidate, mcp_tool_def, plugin_name};
 use toolhost_trust::ToolDef;
 
@@ -122,10 +122,13 @@ pub fn subjects(source: &str, defs: &[ToolDef]) -> Vec<Subject> {
         .collect()
 }
 
-/// What one source gave: its subjects, or why it gave none.
+/// What one source gave: its subjects, or why it gave none; and the findings of what it
+/// serves besides tools (an MCP server's prompts and resources).
 struct Loaded {
     source: String,
     result: anyhow::Result<Vec<Subject>>,
+    served: Vec<Finding>,
+    served_count: usize,
 }
 
 /// The definitions of every plugin of `dir`, described a few at a time, in file order.
@@ -140,7 +143,12 @@ async fn plugin_subjects(host: &toolhost::Host, dir: &Path) -> anyhow::Result<Ve
             let result = Candidate::load(host, &name, &wasm)
                 .await
                 .map(|cand| subjects(&source, &cand.tools));
-            Loaded { source, result }
+            Loaded {
+                source,
+                result,
+                served: Vec::new(),
+                served_count: 0,
+            }
         })
         .buffered(parallel)
         .collect()
@@ -156,13 +164,24 @@ async fn mcp_subjects(config: &HostConfig) -> Vec<Loaded> {
         .filter(|(_, cfg)| !cfg.disabled)
         .map(|(server, cfg)| async move {
             let source = format!("mcp:{server}");
-            let result = super::mcp_trust::server_tools(server, cfg)
+            let mut served = Vec::new();
+            let mut served_count = 0;
+            let result = super::mcp_trust::server_definitions(server, cfg, true)
                 .await
-                .map(|tools| {
+                .map(|(tools, items)| {
+                    served_count = items.len();
+                    for (name, value) in &items {
+                        served.extend(lint_served(&source, name, value));
+                    }
                     let defs: Vec<ToolDef> = tools.iter().map(mcp_tool_def).collect();
                     subjects(&source, &defs)
                 });
-            Loaded { source, result }
+            Loaded {
+                source,
+                result,
+                served,
+                served_count,
+            }
         });
     futures::future::join_all(servers).await
 }
@@ -179,10 +198,16 @@ pub async fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     let mut all = Vec::new();
     let mut failed = Vec::new();
     let mut sources = Vec::new();
+    let mut served = Vec::new();
     for loaded in plugins?.into_iter().chain(servers) {
+        let read = loaded.served_count;
+        served.extend(loaded.served);
         match loaded.result {
             Ok(s) => {
-                sources.push(serde_json::json!({"source": loaded.source, "tools": s.len()}));
+                sources.push(
+                    serde_json::json!({"source": loaded.source, "tools": s.len(),
+                    "prompts_and_resources": read}),
+                );
                 all.extend(s);
             }
             Err(e) => failed.push(Finding::about(
@@ -196,6 +221,7 @@ pub async fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     }
     let mut findings = lint(&all);
     findings.extend(failed);
+    findings.extend(served);
     if args.judge {
         findings.extend(judge_findings(&args.model, &all).await);
     }
