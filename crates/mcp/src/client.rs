@@ -20,12 +20,16 @@
 //!   back off exponentially (100 ms doubling, at most 10 s).
 //! - `notifications/tools/list_changed` invalidates the tool cache; a registry filled with
 //!   [`McpClient::register_into`] is updated in the background.
+//! - `tools/list` is followed page by page within [`ToolLimits`] (how many tools, how many
+//!   bytes), [`MAX_TOOL_PAGES`] pages and the timeout; a tool nested too deep or too large
+//!   is refused by name and the others are kept (`client/listing.rs`).
 
 mod connection;
 mod features;
 mod hooks;
 mod http_client;
 mod listen;
+mod listing;
 mod rounds;
 mod routes;
 mod tasks;
@@ -57,6 +61,10 @@ use connection::Conn;
 pub use features::{
     MAX_INSTRUCTIONS_BYTES, MAX_ITEMS, MAX_PAGES, UpstreamError, UpstreamEvent, UpstreamInfo,
 };
+pub use listing::{
+    DEFAULT_MAX_TOOLS, DEFAULT_MAX_TOOLS_BYTES, MAX_TOOL_BYTES, MAX_TOOL_DEPTH, MAX_TOOL_PAGES,
+    ToolLimits,
+};
 pub use transport::McpTransport;
 
 /// Default time budget of one MCP request: 30 s.
@@ -78,6 +86,8 @@ struct Config {
     allow_secret_fields: bool,
     /// The protocol revision spoken to the server.
     protocol: crate::config::McpProtocol,
+    /// How much of the server's tool list is kept.
+    tool_limits: ToolLimits,
 }
 
 #[derive(Default)]
@@ -154,6 +164,7 @@ impl McpClient {
                 oauth_client: Default::default(),
                 allow_secret_fields: false,
                 protocol: crate::config::McpProtocol::Initialize,
+                tool_limits: ToolLimits::default(),
             }),
             shared: Arc::new(Shared {
                 slot: tokio::sync::Mutex::new(Slot::default()),
@@ -327,12 +338,13 @@ impl McpClient {
         self.refresh_tools().await
     }
 
-    /// Lists the tools again, bypassing the cache.
+    /// Lists the tools again, bypassing the cache: page by page, within the client's
+    /// [`ToolLimits`] and its timeout for all pages together (see `client/listing.rs`).
     pub async fn refresh_tools(&self) -> Result<Arc<Vec<McpToolInfo>>, McpClientError> {
         let generation = *self.shared.changed.borrow();
         let peer = self.peer().await?;
-        let listed = tokio::time::timeout(self.cfg.timeout, peer.list_all_tools()).await;
-        let tools = match listed {
+        let listed = tokio::time::timeout(self.cfg.timeout, self.list_bounded(&peer)).await;
+        let infos = match listed {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => return Err(self.request_error(e, "tools/list").await),
             Err(_) => {
@@ -343,8 +355,7 @@ impl McpClient {
                 });
             }
         };
-        let infos: Arc<Vec<McpToolInfo>> =
-            Arc::new(tools.into_iter().map(McpToolInfo::from).collect());
+        let infos = Arc::new(infos);
         *self.shared.tools.write().unwrap_or_else(|e| e.into_inner()) =
             Some((generation, infos.clone()));
         Ok(infos)

@@ -9,6 +9,8 @@
 //! inherit_env = ["HOME"]          # host variables copied into it by name
 //! timeout_secs = 30               # per request (default 30)
 //! allow_secret_fields = false     # its forms asking for passwords, tokens, keys: refused
+//! max_tools = 1000                # the first 1,000 tools listed are used (the default)
+//! max_tools_bytes = 8388608       # at most 8 MiB of tool definitions, as JSON (the default)
 //! # Confine it (see `sandbox` below):
 //! sandbox = { read = ["/usr/lib/node_modules"], write = ["/home/me/.npm"], network = true }
 //!
@@ -80,7 +82,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use toolhost_core::tools::{Permission, RiskLevel, ToolRegistry};
 
-use crate::client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
+#[cfg(doc)]
+use crate::client::{DEFAULT_MAX_TOOLS, DEFAULT_MAX_TOOLS_BYTES};
+use crate::client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport, ToolLimits};
 use crate::error::{McpConfigError, McpLoadError, McpServerProblem};
 use crate::rating::{DEFAULT_UNRATED_RISK, McpToolRules};
 use crate::sandbox::McpSandbox;
@@ -170,6 +174,14 @@ pub struct McpServerConfig {
     /// The protocol revision toolhost speaks to this server (default `2025-11-25`).
     #[serde(default)]
     pub protocol: McpProtocol,
+    /// The most tools of this server toolhost uses: the first ones it lists (default
+    /// [`DEFAULT_MAX_TOOLS`], 1,000).
+    #[serde(default)]
+    pub max_tools: Option<usize>,
+    /// The most bytes of this server's tool definitions (as JSON) toolhost holds
+    /// (default [`DEFAULT_MAX_TOOLS_BYTES`], 8 MiB).
+    #[serde(default)]
+    pub max_tools_bytes: Option<usize>,
 }
 
 /// `protocol` of `[mcp.servers.NAME]`: which revision toolhost speaks to the server.
@@ -267,6 +279,15 @@ impl McpServerConfig {
         }
     }
 
+    /// How much of this server's tool list is kept (`max_tools`, `max_tools_bytes`).
+    pub fn tool_limits(&self) -> ToolLimits {
+        let default = ToolLimits::default();
+        ToolLimits {
+            max_tools: self.max_tools.unwrap_or(default.max_tools),
+            max_bytes: self.max_tools_bytes.unwrap_or(default.max_bytes),
+        }
+    }
+
     /// The request timeout.
     pub fn timeout(&self) -> Duration {
         self.timeout_secs
@@ -340,7 +361,8 @@ pub async fn connect_all_filtered(
             .with_oauth_store(crate::oauth::OAuthStore::default_location().ok())
             .with_oauth_client(oauth_client)
             .with_secret_fields(server.allow_secret_fields)
-            .with_protocol(server.protocol);
+            .with_protocol(server.protocol)
+            .with_tool_limits(server.tool_limits());
         set.spawn(async move {
             let r = client.connect().await;
             (client, r)
@@ -407,6 +429,22 @@ mod tests {
             Err(McpConfigError::NoTransport)
         );
         assert_eq!(cfg.servers["c"].timeout(), DEFAULT_MCP_TIMEOUT);
+        assert_eq!(a.tool_limits(), ToolLimits::default());
+    }
+
+    #[test]
+    fn max_tools_and_max_tools_bytes_set_the_tool_limits() {
+        let cfg: McpConfig = toml::from_str(
+            "[servers.big]\ncommand = \"x\"\nmax_tools = 5000\nmax_tools_bytes = 1024\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.servers["big"].tool_limits(),
+            ToolLimits {
+                max_tools: 5000,
+                max_bytes: 1024
+            }
+        );
     }
 
     #[test]

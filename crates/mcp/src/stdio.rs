@@ -2,9 +2,13 @@
 //! a line-length guard on stdout, and stderr forwarded to `tracing` with caps (each line
 //! escaped for the terminal).
 //!
-//! [`LineGuard`] and [`framed_server_output`] are public so the reading path of a
-//! server's stdout can be driven from outside the crate (the `mcp_line_reader` fuzz
-//! target feeds it arbitrary bytes in arbitrary chunks); the transport itself uses them.
+//! Above the guard, [`DeepLines`] keeps JSON nested too deep for the parser from costing
+//! a server its whole answer (a tool nested too deep is refused by name).
+//!
+//! [`LineGuard`], [`DeepLines`] and [`framed_server_output`] are public so the reading
+//! path of a server's stdout can be driven from outside the crate (the `mcp_line_reader`
+//! fuzz target feeds it arbitrary bytes in arbitrary chunks); the transport itself uses
+//! them.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -17,6 +21,11 @@ use rmcp::transport::async_rw::JsonRpcMessageCodec;
 use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 use tokio::process::{Child, ChildStderr};
 use tokio_util::codec::FramedRead;
+
+mod deep;
+pub use deep::{DeepLines, MAX_PARSED_DEPTH, MAX_TOOL_DEPTH};
+#[cfg(feature = "runtime")]
+pub(crate) use deep::{shown, warn_too_deep};
 
 /// Limits of the stdio transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,13 +125,13 @@ pub fn codec_max_line(max_line_bytes: usize) -> usize {
 }
 
 /// A server's stdout framed into JSON-RPC messages exactly as the stdio transport reads
-/// it: [`LineGuard`] under rmcp's newline-delimited codec.
+/// it: [`LineGuard`], then [`DeepLines`], under rmcp's newline-delimited codec.
 pub fn framed_server_output<R: AsyncRead + Unpin>(
     inner: R,
     max_line_bytes: usize,
-) -> FramedRead<LineGuard<R>, JsonRpcMessageCodec<RxJsonRpcMessage<RoleClient>>> {
+) -> FramedRead<DeepLines<LineGuard<R>>, JsonRpcMessageCodec<RxJsonRpcMessage<RoleClient>>> {
     FramedRead::new(
-        LineGuard::new(inner, max_line_bytes),
+        DeepLines::new(LineGuard::new(inner, max_line_bytes), "(stdout)"),
         JsonRpcMessageCodec::new_with_max_length(codec_max_line(max_line_bytes)),
     )
 }

@@ -27,7 +27,9 @@ use super::connection::{Conn, why_closed};
 use super::hooks::Hooks;
 use crate::error::{McpClientError, init_error_text};
 use crate::sandbox::McpSandbox;
-use crate::stdio::{ChildState, LineGuard, codec_max_line, pump_stderr, resolve_command};
+use crate::stdio::{
+    ChildState, DeepLines, LineGuard, codec_max_line, pump_stderr, resolve_command,
+};
 
 /// How long a child may take to exit after it was told to.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -501,7 +503,10 @@ impl McpClient {
             ));
         }
         let child = Arc::new(tokio::sync::Mutex::new(child));
-        let reader = LineGuard::with_state(stdout, self.cfg.limits.max_line_bytes, state.clone());
+        let reader = DeepLines::new(
+            LineGuard::with_state(stdout, self.cfg.limits.max_line_bytes, state.clone()),
+            server.as_str(),
+        );
         let transport = AsyncRwTransport::<RoleClient, _, _>::new_client(reader, stdin)
             .with_max_line_length(codec_max_line(self.cfg.limits.max_line_bytes));
         let served = tokio::time::timeout(timeout, start(hooks, transport, protocol)).await;
