@@ -13,10 +13,15 @@
 //!
 //! Label values come from the registry (tool names it holds), never from a caller: a call
 //! of a tool that does not exist is counted under `tool="(unknown)"`, so a model inventing
-//! names cannot grow the number of series.
+//! names cannot grow the number of series. The registry's names are bounded too, but a
+//! wrapped server chooses its own (and changes them on `list_changed`), and a series is
+//! kept for the life of the process: at most [`MAX_TOOL_LABELS`] distinct `tool` values
+//! are used, and calls of any further tool are counted under `tool="(other)"`.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -257,6 +262,61 @@ fn describe() {
     );
 }
 
+/// The most distinct `tool` label values the call metrics use: 500. Each value is a
+/// series of `toolhost_tool_calls_total` per outcome and a histogram of 16 buckets, kept
+/// for the life of the process: 20,000 tool names called made `/metrics` 32 MB and added
+/// 80 MB to the process. Calls of tools past the first 500 named are counted under
+/// `tool="(other)"` ([`OTHER_TOOL_LABEL`]).
+pub const MAX_TOOL_LABELS: usize = 500;
+
+/// The `tool` label of calls of tools past [`MAX_TOOL_LABELS`].
+pub const OTHER_TOOL_LABEL: &str = "(other)";
+
+/// The `tool` label values given out so far, at most `cap` of them.
+#[derive(Debug)]
+struct ToolLabels {
+    seen: Mutex<HashSet<String>>,
+    cap: usize,
+    /// Set once the cap was reached and logged.
+    warned: AtomicBool,
+}
+
+impl ToolLabels {
+    fn new(cap: usize) -> Self {
+        Self {
+            seen: Mutex::new(HashSet::new()),
+            cap,
+            warned: AtomicBool::new(false),
+        }
+    }
+
+    /// The label of `tool`: its name while fewer than `cap` names were given out (or it
+    /// is one of them), else [`OTHER_TOOL_LABEL`].
+    fn label(&self, tool: &str) -> String {
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.contains(tool) {
+                return tool.to_string();
+            }
+            if seen.len() < self.cap {
+                seen.insert(tool.to_string());
+                return tool.to_string();
+            }
+        }
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "more than {} distinct tools were called: /metrics counts the calls of                  `{}` and any further tool under tool=\"{OTHER_TOOL_LABEL}\"                  (MAX_TOOL_LABELS)",
+                self.cap,
+                crate::tools::escape::escape_line(&tool.chars().take(128).collect::<String>()),
+            );
+        }
+        OTHER_TOOL_LABEL.to_string()
+    }
+}
+
+/// The `tool` labels of this process (the recorder is one per process too).
+static TOOL_LABELS: LazyLock<ToolLabels> = LazyLock::new(|| ToolLabels::new(MAX_TOOL_LABELS));
+
 /// Records [`ToolEvent`]s as metrics (attached to the registry like the audit trail).
 #[derive(Debug, Default)]
 pub struct MetricsListener;
@@ -288,6 +348,7 @@ impl ToolEventListener for MetricsListener {
         match event {
             ToolEvent::Completed {
                 tool,
+                client,
                 source,
                 ok,
                 error_kind,
@@ -295,9 +356,10 @@ impl ToolEventListener for MetricsListener {
                 duration,
                 ..
             } => {
-                // Only names the registry holds become label values.
+                // Only names the registry holds become label values, and at most
+                // `MAX_TOOL_LABELS` of them.
                 let tool = if source.is_some() {
-                    tool.clone()
+                    TOOL_LABELS.label(tool)
                 } else {
                     "(unknown)".to_string()
                 };
@@ -316,7 +378,8 @@ impl ToolEventListener for MetricsListener {
                     "toolhost_tool_calls_total",
                     "tool" => tool.clone(),
                     "source" => source_label,
-                    "outcome" => outcome
+                    "outcome" => outcome,
+                    "client" => client_label(client.as_deref())
                 )
                 .increment(1);
                 metrics::histogram!(
@@ -332,6 +395,17 @@ impl ToolEventListener for MetricsListener {
             }
             _ => {}
         }
+    }
+}
+
+/// The `client` label of a call: a configured client's name or `token:N` (both bounded
+/// by the config), else the kind of identity alone (`session`, `peer`: one per session
+/// or address would grow without bound), else `local` (the CLI, chat).
+fn client_label(client: Option<&str>) -> String {
+    match client {
+        None => "local".to_string(),
+        Some(c) if c.starts_with("token:") || !c.contains(':') => c.to_string(),
+        Some(c) => c.split(':').next().unwrap_or("other").to_string(),
     }
 }
 
@@ -438,6 +512,15 @@ pub const ADMIN_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_client_label_is_bounded_and_never_a_session() {
+        assert_eq!(super::client_label(None), "local");
+        assert_eq!(super::client_label(Some("analyst")), "analyst");
+        assert_eq!(super::client_label(Some("token:3")), "token:3");
+        assert_eq!(super::client_label(Some("session:0a1b2c3d")), "session");
+        assert_eq!(super::client_label(Some("peer:127.0.0.1")), "peer");
+    }
+
     use super::*;
 
     #[test]
@@ -449,6 +532,65 @@ mod tests {
             Some("memory")
         );
         assert_eq!(trap_kind("execution_failed", "fuel"), None);
+    }
+
+    #[test]
+    fn tool_labels_stop_at_the_cap_and_keep_the_names_given_out() {
+        let labels = ToolLabels::new(500);
+        let given: HashSet<String> = (0..20_000)
+            .map(|i| labels.label(&format!("tool_{i}")))
+            .collect();
+        assert_eq!(given.len(), 501, "500 names and (other)");
+        assert!(given.contains(OTHER_TOOL_LABEL));
+        assert_eq!(labels.label("tool_499"), "tool_499");
+        assert_eq!(labels.label("tool_500"), OTHER_TOOL_LABEL);
+    }
+
+    /// 20,000 distinct tool names called through the listener: /metrics stays small.
+    #[test]
+    fn twenty_thousand_called_names_keep_metrics_bounded() {
+        let metrics = Metrics::install().unwrap();
+        let listener = MetricsListener;
+        let start = std::time::Instant::now();
+        for i in 0..20_000 {
+            listener.on_event(&ToolEvent::Completed {
+                call_id: format!("c{i}"),
+                invocation: i,
+                tool: format!("flood_tool_{i}"),
+                session: String::new(),
+                client: None,
+                source: Some(ToolSource::Mcp {
+                    server: "flood".into(),
+                }),
+                input: serde_json::Value::Null,
+                ok: true,
+                error_kind: None,
+                error: None,
+                duration: std::time::Duration::from_millis(1),
+                truncated: false,
+                result: None,
+            });
+        }
+        let text = metrics.render();
+        let names: HashSet<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("toolhost_tool_calls_total{"))
+            .filter_map(|l| l.split("tool=\"").nth(1)?.split('"').next())
+            .collect();
+        eprintln!(
+            "20,000 names: /metrics {} bytes, {} tool labels, {:?}",
+            text.len(),
+            names.len(),
+            start.elapsed()
+        );
+        assert!(names.len() <= MAX_TOOL_LABELS + 1, "{}", names.len());
+        assert!(names.contains(OTHER_TOOL_LABEL));
+        let other = text
+            .lines()
+            .find(|l| l.starts_with("toolhost_tool_calls_total{") && l.contains("tool=\"(other)\""))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+        assert!(other.is_some_and(|n| n >= 19_500.0), "{other:?}");
+        assert!(text.len() < 2_000_000, "{} bytes", text.len());
     }
 
     #[test]

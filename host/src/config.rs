@@ -101,6 +101,12 @@ pub struct LintConfig {
 /// request_state_key_file = "/etc/toolhost/state.key"  # shared by replicas, mode 0600
 /// spare_sandboxes = 8                         # sandboxes prepared ahead (default 0, max 32)
 /// task_support = { export_report = "required", lookup = "forbidden" }
+///
+/// [serve.clients.analyst]                     # a client as a tenant (docs/mcp.md, "Clients")
+/// token_file = "/etc/toolhost/analyst.token"  # its bearer tokens, mode 0600
+/// tools = ["read_*", "mean"]                  # what it sees and may call (default: all)
+/// allowed = ["read"]                          # permission levels, narrowing [permissions]
+/// max_concurrent_calls = 2                    # its own limit (default: the server's)
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -109,9 +115,12 @@ pub struct ServeConfig {
     /// when no `--auth-token-file` is given. A relative path is taken from the current
     /// folder, like `plugins`.
     pub auth_token_file: Option<std::path::PathBuf>,
-    /// How many tool calls execute at once; further calls wait their turn (default
-    /// `DEFAULT_MAX_CONCURRENT`, 4). A call waiting for its client's answer to a wrapped
-    /// server's question keeps its place until answered or timed out.
+    /// How many tool calls execute at once, shared fairly by the clients (default
+    /// `DEFAULT_MAX_CONCURRENT`, 4): a lone client may use them all; beyond a full pool a
+    /// client running none still starts one (so at most twice this many run at once);
+    /// other calls wait, and a freed slot goes to the client running the fewest
+    /// (docs/mcp.md, "Clients"). A call waiting for its client's answer to a wrapped
+    /// server's question keeps its slot until answered or timed out.
     pub max_concurrent_calls: Option<usize>,
     /// The key (at least 32 bytes; the file must not be readable by group or others)
     /// that seals the `requestState` of 2026-07-28 multi-round requests. Replicas behind
@@ -136,6 +145,27 @@ pub struct ServeConfig {
     /// warning once the start-up load is done (docs/mcp.md, "Tasks").
     #[serde(default)]
     pub task_support: std::collections::BTreeMap<String, toolhost_mcp::server::TaskSupport>,
+    /// Clients as tenants, by name (`[serve.clients.NAME]`): a request carrying one of a
+    /// client's tokens is that client's. Clients not listed see every tool.
+    #[serde(default)]
+    pub clients: std::collections::BTreeMap<String, ServedClientConfig>,
+}
+
+/// `[serve.clients.NAME]`: one client of `serve --http` as a tenant.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServedClientConfig {
+    /// Its bearer tokens, one per line, as `auth_token_file` (mode 0600). Each token is
+    /// distinct from every other configured token.
+    pub token_file: std::path::PathBuf,
+    /// Name globs of the tools it sees in `tools/list` and may call (`*` any run of
+    /// characters); any other name is an unknown tool to it. Default: every tool.
+    pub tools: Option<Vec<String>>,
+    /// Permission levels its calls may use, narrowing `[permissions]` (a tool declaring a
+    /// level not listed is denied to it). Default: the host's policy alone.
+    pub allowed: Option<Vec<toolhost_core::tools::Permission>>,
+    /// Calls of its own executing at once, at most (default: `max_concurrent_calls`).
+    pub max_concurrent_calls: Option<usize>,
 }
 
 /// `[serve] spare_sandboxes` when not set: none.
@@ -258,11 +288,14 @@ pub enum RequireApproval {
 
 impl HostConfig {
     /// Every file of toolhost's own this config names: the credential files
-    /// (`[serve] auth_token_file`; per MCP server `bearer_token_file` and the OAuth
+    /// (`[serve] auth_token_file`, `request_state_key_file` and each client's
+    /// `token_file`; per MCP server `bearer_token_file` and the OAuth
     /// `client_secret_file` and `private_key_file`) and the audit trail. No plugin policy
     /// may grant them or a folder above them (see [`crate::host::Host::protect_config`]).
     pub fn credential_files(&self) -> Vec<std::path::PathBuf> {
         let mut out: Vec<std::path::PathBuf> = self.serve.auth_token_file.iter().cloned().collect();
+        out.extend(self.serve.request_state_key_file.iter().cloned());
+        out.extend(self.serve.clients.values().map(|c| c.token_file.clone()));
         out.extend(self.audit.path.iter().cloned());
         for s in self.mcp.servers.values() {
             out.extend(s.bearer_token_file.iter().cloned());

@@ -30,6 +30,7 @@ pub mod permission;
 pub mod redact;
 pub mod registry;
 pub mod render;
+pub mod share;
 pub mod shown;
 pub mod typed;
 
@@ -57,4 +58,5 @@ pub use registry::{
     ToolRegistry, ToolStats, is_valid_tool_name,
 };
 pub use render::{DEFAULT_MAX_TOOL_RESULT_BYTES, json_kind, truncate_render};
+pub use share::{Caller, Holdings, Refusal, Share, Slot, Slots};
 pub use typed::{DynamicTool, DynamicToolBuilder, Tool, TypedTool, schema_for};

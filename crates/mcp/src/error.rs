@@ -330,6 +330,15 @@ pub enum McpTokenError {
         /// Where: a file, a file line, or an environment variable.
         origin: String,
     },
+    /// The token is configured twice (for one client or two).
+    #[error(
+        "the bearer token in {origin} is configured already; each token must be distinct, \
+         so that it names one client"
+    )]
+    Duplicate {
+        /// Where the second one came from.
+        origin: String,
+    },
     /// The token is too short to be safe from guessing.
     #[error(
         "the bearer token in {origin} has {len} characters; at least 32 are required so it \

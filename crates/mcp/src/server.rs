@@ -73,6 +73,7 @@ use tracing::Instrument;
 
 mod auth;
 mod calls;
+mod clients;
 mod drain;
 mod gateway_session;
 mod hints;
@@ -85,20 +86,25 @@ mod stdio;
 mod tasks;
 
 use crate::gateway::Gateway;
-use calls::{is_stateless, principal};
+use calls::is_stateless;
+use clients::identity;
 use gateway_session::Session;
 use listing::tool_of;
 
 pub use auth::BearerTokens;
+pub use clients::{ServedClient, ServedClientError};
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
 pub use hints::{ListHints, STATIC_LIST_TTL};
 pub use http::{ANY_HOST, HttpLimits, HttpServeOptions, serve_connections};
 pub use listing::{annotations_for, annotations_rated};
+pub use rounds::{MAX_PARKED, MAX_SPENT, PARKED_SHARE, SPENT_SHARE};
 pub use sessions::{
     CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
 };
 pub(crate) use tasks::TaskAsker;
-pub use tasks::{MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER, TaskSupport};
+pub use tasks::{
+    MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER, TASK_RESERVE, TASK_SHARE, TaskSupport,
+};
 
 /// The token that stops [`McpServer::serve_http`] (tokio-util's `CancellationToken`).
 pub use tokio_util::sync::CancellationToken as StopToken;
@@ -275,7 +281,7 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         if self.registry.is_loading() && !self.list_wait.is_zero() {
             let started = std::time::Instant::now();
@@ -288,8 +294,15 @@ impl ServerHandler for McpServer {
                 "tools/list waited for the tools still loading"
             );
         }
-        let tools = self.registry.entries().iter().map(|e| tool_of(e)).collect();
-        let mut tools: Vec<Tool> = tools;
+        // A configured client sees only the tools its `tools` globs name.
+        let who = identity(&context);
+        let mut tools: Vec<Tool> = self
+            .registry
+            .entries()
+            .iter()
+            .filter(|e| who.sees(e.name()))
+            .map(|e| tool_of(e))
+            .collect();
         // Lists come in a deterministic order (2026-07-28): by name, the same on every
         // replica whatever order their plugins and servers finished loading in.
         tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -319,7 +332,7 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.tasks.get(&request.task_id, &principal(&context))
+        self.tasks.get(&request.task_id, identity(&context).id())
     }
 
     async fn update_task(
@@ -329,7 +342,7 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         self.tasks.update(
             &request.task_id,
-            &principal(&context),
+            identity(&context).id(),
             request.input_responses,
         )
     }
@@ -339,7 +352,7 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.cancel(&request.task_id, &principal(&context))
+        self.tasks.cancel(&request.task_id, identity(&context).id())
     }
 
     async fn list_resources(
@@ -456,7 +469,8 @@ impl ServerHandler for McpServer {
         }
         let rounds = self.rounds_or_refuse()?;
         let args = serde_json::to_value(&request.arguments).unwrap_or(Value::Null);
-        let binding = rounds::binding(&principal(&context), "prompts/get", &request.name, &args);
+        let who = identity(&context);
+        let binding = rounds::binding(who.id(), "prompts/get", &request.name, &args);
         let capabilities = context.meta.client_capabilities().unwrap_or_default();
         let step = rounds
             .run(
@@ -465,6 +479,7 @@ impl ServerHandler for McpServer {
                 responses.as_ref(),
                 capabilities,
                 &self.session.id,
+                who.id(),
                 &context.ct,
                 |client, cancel| {
                     let ctx = prompt_ctx(client, cancel);

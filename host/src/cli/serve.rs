@@ -33,7 +33,7 @@ use std::sync::Arc;
 use toolhost::loader::NoProgress;
 use toolhost::mcp::McpServeError;
 use toolhost::mcp::McpServer;
-use toolhost::mcp::server::{BearerTokens, HttpLimits, HttpServeOptions, StopToken};
+use toolhost::mcp::server::{BearerTokens, HttpLimits, HttpServeOptions, ServedClient, StopToken};
 
 /// The environment variable holding one bearer token for `serve --http`.
 const TOKEN_ENV: &str = "TOOLHOST_SERVE_TOKEN";
@@ -185,7 +185,8 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
 }
 
 /// The bearer tokens of `serve --http`: the `--auth-token-file` files (else the config's
-/// `[serve] auth_token_file`), plus `TOOLHOST_SERVE_TOKEN`. Empty when none is configured.
+/// `[serve] auth_token_file`), each `[serve.clients.NAME] token_file` (those tokens carry
+/// their client), plus `TOOLHOST_SERVE_TOKEN`. Empty when none is configured.
 fn bearer_tokens(
     args: &ServeArgs,
     config: &toolhost::config::HostConfig,
@@ -203,6 +204,18 @@ fn bearer_tokens(
     };
     for file in files {
         tokens.add_file(file)?;
+    }
+    for (name, c) in &config.serve.clients {
+        let client = ServedClient::new(
+            name,
+            c.tools.as_deref(),
+            c.allowed.clone(),
+            c.max_concurrent_calls,
+        )
+        .with_context(|| format!("[serve.clients.{name}]"))?;
+        tokens
+            .add_client_file(&c.token_file, Arc::new(client))
+            .with_context(|| format!("[serve.clients.{name}] token_file"))?;
     }
     match std::env::var(TOKEN_ENV) {
         Ok(token) => tokens.add(&token, &format!("the {TOKEN_ENV} environment variable"))?,

@@ -71,6 +71,10 @@ pub struct AuditRecord {
     pub invocation: u64,
     /// The caller's session id (`mcp` for MCP clients, the chat's session, `cli`).
     pub session: String,
+    /// The client the call was made for, when a served host names one (a configured
+    /// client's name, `token:N`, `session:…`, `peer:ADDR`; never a token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// The tool name as requested.
     pub tool: String,
     /// Where the tool comes from; absent when it was not found.
@@ -348,6 +352,7 @@ impl ToolEventListener for AuditLog {
             invocation,
             tool,
             session,
+            client,
             source,
             input,
             ok,
@@ -374,6 +379,7 @@ impl ToolEventListener for AuditLog {
             call_id: cut_id(call_id),
             invocation: *invocation,
             session: session.clone(),
+            client: client.as_deref().map(cut),
             tool: cut(tool),
             source: source.clone(),
             arguments,
@@ -399,6 +405,7 @@ fn unfinished_record(invocation: u64, p: Pending) -> AuditRecord {
         call_id: p.call_id,
         invocation,
         session: String::new(),
+        client: None,
         tool: cut(&p.tool),
         source: None,
         arguments: Value::Null,

@@ -53,6 +53,11 @@ pub enum ToolEvent {
         tool: String,
         /// The session id of the caller's context (empty when the caller set none).
         session: String,
+        /// The client the call was made for (its [`crate::tools::Caller`] identity: a
+        /// configured client's name, `token:N`, `session:…`, `peer:ADDR`), when a served
+        /// host set one. Never a secret.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<String>,
         /// Where the tool comes from; `None` when no tool of that name was found.
         #[serde(skip_serializing_if = "Option::is_none")]
         source: Option<ToolSource>,

@@ -10,8 +10,10 @@
 //!    [`PermissionHook`]s in order (any deny wins), then, for destructive tools, a
 //!    remembered approval or the [`Approver`] (denied when none is set)
 //!    (`registry/approval.rs`);
-//! 4. **execute** under the global concurrency limit, the per-call timeout and the caller's
-//!    cancellation, with panics caught (`registry/pipeline.rs`);
+//! 4. **execute** in an execution slot (the fair scheduler of [`crate::tools::share`]:
+//!    shared by the clients of a served host, none crowding out another), under the
+//!    per-call timeout and the caller's cancellation, with panics caught
+//!    (`registry/pipeline.rs`);
 //! 5. **render** the output: check its content blocks (limits, formats; see
 //!    [`crate::tools::content`]) and its canonical value against the tool's output schema,
 //!    and truncate the text the model sees.
@@ -32,7 +34,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use indexmap::{IndexMap, IndexSet};
-use tokio::sync::{Semaphore, broadcast, watch};
+use tokio::sync::{broadcast, watch};
 
 use crate::tools::approvals::{ApprovalStore, MemoryApprovals};
 use crate::tools::base::BaseTool;
@@ -42,6 +44,7 @@ use crate::tools::events::{ToolEvent, ToolEventListener};
 use crate::tools::hooks::PermissionHook;
 use crate::tools::permission::{Approver, PermissionChecker};
 use crate::tools::render::DEFAULT_MAX_TOOL_RESULT_BYTES;
+use crate::tools::share::Slots;
 
 mod approval;
 mod call;
@@ -78,8 +81,7 @@ struct Settings {
     default_timeout: Duration,
     max_result_bytes: usize,
     content_limits: ContentLimits,
-    max_concurrent: usize,
-    semaphore: Arc<Semaphore>,
+    slots: Arc<Slots>,
 }
 
 struct Inner {
@@ -145,8 +147,7 @@ impl ToolRegistry {
                     default_timeout: DEFAULT_TOOL_TIMEOUT,
                     max_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
                     content_limits: ContentLimits::default(),
-                    max_concurrent: DEFAULT_MAX_CONCURRENT,
-                    semaphore: Arc::new(Semaphore::new(DEFAULT_MAX_CONCURRENT)),
+                    slots: Slots::new(DEFAULT_MAX_CONCURRENT),
                 }),
                 session_allowed: Mutex::new(IndexSet::new()),
                 listeners: RwLock::new(Vec::new()),
@@ -220,15 +221,18 @@ impl ToolRegistry {
         self
     }
 
-    /// Sets how many calls may execute at once. Calls beyond the limit wait their turn.
-    /// Calls already running keep the permits of the old limit.
+    /// Sets how many calls may execute at once (the pool of [`Slots`]). Calls beyond it
+    /// wait their turn, except that each caller ([`crate::tools::Caller`]) holding none
+    /// may run one beyond a full pool, up to twice the limit in all. Calls already
+    /// running keep the slots of the old limit.
     pub fn with_max_concurrent(self, n: usize) -> Self {
-        {
-            let mut s = write(&self.inner.settings);
-            s.max_concurrent = n.max(1);
-            s.semaphore = Arc::new(Semaphore::new(n.max(1)));
-        }
+        write(&self.inner.settings).slots = Slots::new(n);
         self
+    }
+
+    /// The execution slots: how many each caller holds.
+    pub fn slots(&self) -> Arc<Slots> {
+        read(&self.inner.settings).slots.clone()
     }
 
     /// Sets the byte limit of the render text given to the model.

@@ -9,19 +9,25 @@
 //! - a token file holds one token per line (`#` starts a comment line, blank lines are
 //!   skipped) and must not be accessible by group or others, as ssh demands of a key;
 //! - tokens are compared in constant time (`subtle`), every configured token is compared
-//!   on every request, and no token ever reaches a log line or an error message.
+//!   on every request, and no token ever reaches a log line or an error message;
+//! - a token may belong to a configured client (`[serve.clients.NAME] token_file`): the
+//!   request then carries that client ([`super::clients`]); the same token twice, for
+//!   one client or two, is refused.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use subtle::ConstantTimeEq as _;
 
+use super::clients::ServedClient;
 use crate::error::McpTokenError;
 
 /// The bearer tokens `serve --http` accepts. Its `Debug` shows only how many there are.
 #[derive(Clone, Default)]
 pub struct BearerTokens {
     tokens: Vec<Box<[u8]>>,
+    /// The configured client of each token, by position.
+    clients: Vec<Option<Arc<ServedClient>>>,
 }
 
 impl std::fmt::Debug for BearerTokens {
@@ -44,6 +50,15 @@ impl BearerTokens {
     /// the error message, which never contains the token itself. Surrounding whitespace
     /// is removed.
     pub fn add(&mut self, token: &str, origin: &str) -> Result<(), McpTokenError> {
+        self.add_for(token, origin, None)
+    }
+
+    fn add_for(
+        &mut self,
+        token: &str,
+        origin: &str,
+        client: Option<&Arc<ServedClient>>,
+    ) -> Result<(), McpTokenError> {
         let token = token.trim();
         if token.is_empty() {
             return Err(McpTokenError::Empty {
@@ -66,7 +81,14 @@ impl BearerTokens {
                 len: token.len(),
             });
         }
+        // Configuration time, not a request: a plain comparison tells no client anything.
+        if self.tokens.iter().any(|t| **t == *token.as_bytes()) {
+            return Err(McpTokenError::Duplicate {
+                origin: origin.to_string(),
+            });
+        }
         self.tokens.push(token.as_bytes().into());
+        self.clients.push(client.cloned());
         Ok(())
     }
 
@@ -74,6 +96,23 @@ impl BearerTokens {
     /// skipped. Refuses a file that group or others may access (mode `& 0o077`), and a
     /// file that holds no token.
     pub fn add_file(&mut self, path: &Path) -> Result<(), McpTokenError> {
+        self.add_file_for(path, None)
+    }
+
+    /// As [`BearerTokens::add_file`], for the tokens of the configured client `client`.
+    pub fn add_client_file(
+        &mut self,
+        path: &Path,
+        client: Arc<ServedClient>,
+    ) -> Result<(), McpTokenError> {
+        self.add_file_for(path, Some(&client))
+    }
+
+    fn add_file_for(
+        &mut self,
+        path: &Path,
+        client: Option<&Arc<ServedClient>>,
+    ) -> Result<(), McpTokenError> {
         let shown = path.display().to_string();
         let meta = std::fs::metadata(path).map_err(|source| McpTokenError::Read {
             path: shown.clone(),
@@ -99,7 +138,7 @@ impl BearerTokens {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            self.add(line, &format!("{shown} line {}", i + 1))?;
+            self.add_for(line, &format!("{shown} line {}", i + 1), client)?;
         }
         if self.tokens.len() == before {
             return Err(McpTokenError::Empty { origin: shown });
@@ -152,9 +191,14 @@ impl BearerTokens {
 }
 
 /// The request extension [`require_bearer`] adds: which configured token (its position)
-/// the request carried.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct AuthenticatedToken(pub(crate) usize);
+/// the request carried, and the client it belongs to.
+#[derive(Debug, Clone)]
+pub(crate) struct AuthenticatedToken {
+    /// The token's position among the configured ones.
+    pub(crate) index: usize,
+    /// Its configured client, if any.
+    pub(crate) client: Option<Arc<ServedClient>>,
+}
 
 /// Answers a request without a valid bearer token with HTTP 401; passes the others on.
 pub(super) async fn require_bearer(
@@ -164,7 +208,10 @@ pub(super) async fn require_bearer(
 ) -> axum::response::Response {
     let headers = request.headers().get_all(http::header::AUTHORIZATION);
     if let Some(i) = tokens.matching(headers.iter().map(|v| v.as_bytes())) {
-        request.extensions_mut().insert(AuthenticatedToken(i));
+        let client = tokens.clients.get(i).cloned().flatten();
+        request
+            .extensions_mut()
+            .insert(AuthenticatedToken { index: i, client });
         return next.run(request).await;
     }
     let presented = headers.iter().next().is_some();
@@ -234,5 +281,25 @@ mod tests {
         assert!(e.to_string().contains("whitespace"), "{e}");
         assert!(t.add("   ", "ENV").is_err());
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn the_same_token_twice_is_refused_and_a_client_token_carries_its_client() {
+        let mut t = BearerTokens::new();
+        t.add(GOOD, "first").unwrap();
+        let e = t.add(GOOD, "second").unwrap_err().to_string();
+        assert!(e.contains("second") && !e.contains(GOOD), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t");
+        std::fs::write(&file, "fedcba9876543210fedcba9876543210\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let analyst = Arc::new(ServedClient::new("analyst", None, None, None).unwrap());
+        t.add_client_file(&file, analyst).unwrap();
+        assert_eq!(t.clients[1].as_ref().map(|c| c.name()), Some("analyst"));
+        assert!(t.clients[0].is_none());
     }
 }

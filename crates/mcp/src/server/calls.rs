@@ -15,8 +15,10 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use toolhost_core::tools::{ToolCall, ToolContext, ToolOutput};
+use toolhost_core::tools::escape::escape_line;
+use toolhost_core::tools::{Caller, ToolCall, ToolContext, ToolError, ToolOutput};
 
+use super::clients::identity;
 use super::{McpServer, StopToken, TaskSupport, rounds, tasks};
 use crate::content::block_to_mcp;
 
@@ -26,16 +28,6 @@ pub(super) fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
         .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
-}
-
-/// Who sent the request, as far as toolhost knows: the bearer token it carried (by its
-/// position among the configured ones), else nobody in particular.
-pub(super) fn principal(context: &RequestContext<RoleServer>) -> String {
-    context
-        .extensions
-        .get::<::http::request::Parts>()
-        .and_then(|p| p.extensions.get::<super::auth::AuthenticatedToken>())
-        .map_or_else(|| "anonymous".to_string(), |t| format!("token:{}", t.0))
 }
 
 impl McpServer {
@@ -49,9 +41,11 @@ impl McpServer {
         client: crate::DownstreamClient,
         cancel: StopToken,
         context: &RequestContext<RoleServer>,
+        caller: &Caller,
     ) -> impl std::future::Future<Output = CallToolResult> + Send + 'static {
         let registry = self.registry.clone();
         let mut ctx = ToolContext::new(self.session.id.clone(), context.id.to_string())
+            .with(caller.clone())
             .with_cancellation(cancel)
             .with(client)
             .with(self.session.gateway.log_sink());
@@ -178,6 +172,17 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let name = request.name.to_string();
+        let who = identity(&context);
+        if !who.sees(&name) {
+            // Exactly what an unknown name gets: a client cannot tell a tool it may not
+            // see from one that does not exist.
+            tracing::info!(client = %who.id(), tool = %escape_line(&name), "a client called a tool outside its `tools`");
+            let e = ToolError::NotFound(name);
+            return Ok(CallToolResponse::Complete(error_result(
+                e.kind(),
+                e.to_string(),
+            )));
+        }
         let support = self.task_support.get(&name).copied().unwrap_or_default();
         let takes_tasks = tasks::client_takes_tasks(&context);
         let as_task = match support {
@@ -190,7 +195,9 @@ impl McpServer {
             TaskSupport::Forbidden => false,
         };
         if as_task {
-            return self.call_maybe_as_task(name, args, &context, support).await;
+            return self
+                .call_maybe_as_task(name, args, &context, support, &who)
+                .await;
         }
         if !is_stateless(&context) {
             // The client itself travels with the call: a wrapped server's sampling or
@@ -198,11 +205,13 @@ impl McpServer {
             let client =
                 crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
             let cancel = context.ct.child_token();
-            let result = self.call_future(name, args, client, cancel, &context).await;
+            let result = self
+                .call_future(name, args, client, cancel, &context, &who.caller)
+                .await;
             return Ok(CallToolResponse::Complete(result));
         }
         let rounds = self.rounds_or_refuse()?;
-        let binding = rounds::binding(&principal(&context), "tools/call", &name, &args);
+        let binding = rounds::binding(who.id(), "tools/call", &name, &args);
         let capabilities = context.meta.client_capabilities().unwrap_or_default();
         let step = rounds
             .run(
@@ -211,9 +220,10 @@ impl McpServer {
                 request.input_responses.as_ref(),
                 capabilities,
                 &self.session.id,
+                who.id(),
                 &context.ct,
                 |client, cancel| {
-                    let call = self.call_future(name, args, client, cancel, &context);
+                    let call = self.call_future(name, args, client, cancel, &context, &who.caller);
                     async move { Ok(ServerResult::CallToolResult(call.await)) }
                 },
             )

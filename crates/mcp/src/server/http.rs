@@ -359,8 +359,8 @@ fn guarded(
 /// Who sent `parts`, for the per-client share: the bearer token it authenticated with,
 /// else the peer's IP address (the port changes with every connection), else unknown.
 fn client_key(parts: &http::request::Parts) -> Option<ClientKey> {
-    if let Some(AuthenticatedToken(i)) = parts.extensions.get::<AuthenticatedToken>() {
-        return Some(ClientKey::Token(*i));
+    if let Some(t) = parts.extensions.get::<AuthenticatedToken>() {
+        return Some(ClientKey::Token(t.index));
     }
     parts
         .extensions

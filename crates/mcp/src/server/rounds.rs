@@ -8,14 +8,18 @@
 //!   associated data ([`binding`]: the method, the name and the arguments, canonically).
 //!   A forged or tampered state, one replayed against other arguments, or one older
 //!   than [`STATE_TTL`] is refused with JSON-RPC error -32602 and runs nothing.
-//! - **Each state is spent once**: its nonce is remembered until it expires (at most
-//!   [`MAX_SPENT`] at once; beyond that new rounds are refused rather than the oldest
-//!   forgotten), so an approval's answer cannot be replayed to run a call twice.
+//! - **Each state is spent once**: its nonce is remembered until it expires, so an
+//!   approval's answer cannot be replayed to run a call twice. What is remembered is
+//!   bounded per client ([`SPENT_SHARE`]: [`MAX_SPENT`] in the shared pool, a quarter of
+//!   it per client, a reserve of its own for each beyond a full pool); beyond it that
+//!   client's new rounds are refused rather than anything forgotten, and no other
+//!   client's.
 //! - **Restartable rounds keep nothing** (toolhost's own approvals, asked before a call
 //!   runs): the task is dropped and the retry runs the request again from the start
 //!   with the answer given up front. Any replica holding the same key continues it.
 //! - **Suspended rounds** (a wrapped server's elicitation, sampling or roots request)
-//!   park the task here until the retry answers: at most [`MAX_PARKED`] at once, each
+//!   park the task here until the retry answers: at most [`MAX_PARKED`] at once in the
+//!   shared pool, half of it per client, with a reserve for each ([`PARKED_SHARE`]), each
 //!   for at most [`STATE_TTL`], and a request gets at most [`MAX_ROUNDS`] rounds. A retry
 //!   that reaches a replica without the parked call is told so, and to start over.
 //! - Questions sent together (within [`GATHER`] of the first) are asked in one round,
@@ -27,8 +31,8 @@
 //!   used once, for the question that server asks under that key.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData;
@@ -45,15 +49,34 @@ use tokio::task::JoinHandle;
 use crate::DownstreamClient;
 use crate::rounds::{Ask, Asker, Missing, Parked as ParkedFlag};
 use tokio_util::sync::CancellationToken;
+use toolhost_core::tools::{Holdings, Refusal, Share};
 
 /// The most rounds one request may take before it is refused.
 pub const MAX_ROUNDS: u32 = 10;
 /// The most calls parked at once, waiting for their clients' answers.
 pub const MAX_PARKED: usize = 64;
+/// How parked calls are shared by clients (`toolhost_core::tools::share`): one client
+/// parks at most half the pool; beyond a full pool each client still parks 4, up to
+/// twice the pool in all.
+pub const PARKED_SHARE: Share = Share {
+    pool: MAX_PARKED,
+    per_client: MAX_PARKED / 2,
+    reserve: 4,
+    ceiling: MAX_PARKED * 2,
+};
 /// How long a `requestState` is valid, and a parked call waits for its retry.
 pub const STATE_TTL: Duration = Duration::from_secs(300);
 /// The most spent states remembered at once (each until it expires).
 pub const MAX_SPENT: usize = 4096;
+/// How remembered (spent) states are shared by clients: one client holds at most a
+/// quarter of the pool (1024 rounds continued in [`STATE_TTL`]); beyond a full pool each
+/// client still continues 256, up to twice the pool in all (16 clients at their reserve).
+pub const SPENT_SHARE: Share = Share {
+    pool: MAX_SPENT,
+    per_client: MAX_SPENT / 4,
+    reserve: 256,
+    ceiling: MAX_SPENT * 2,
+};
 /// The most questions asked in one round.
 pub const MAX_ASKS_PER_ROUND: usize = 16;
 /// How long after a first question others are gathered into the same round.
@@ -95,6 +118,8 @@ struct Parked {
     binding: [u8; 32],
     round: u32,
     expires: Instant,
+    /// The client it belongs to (its identity).
+    owner: Arc<str>,
 }
 
 impl Parked {
@@ -114,6 +139,7 @@ struct Driving {
     asks: mpsc::Receiver<Ask>,
     binding: [u8; 32],
     round: u32,
+    owner: Arc<str>,
 }
 
 /// What a fresh run of a request is.
@@ -122,6 +148,7 @@ struct Fresh<'a> {
     round: u32,
     capabilities: ClientCapabilities,
     session: &'a str,
+    owner: &'a Arc<str>,
     /// Answers given up front to a wrapped server's questions ([`upfront`]).
     upfront: BTreeMap<String, Value>,
 }
@@ -171,7 +198,7 @@ struct Waiting {
 pub(crate) struct Rounds {
     codec: RequestStateCodec,
     parked: Mutex<HashMap<u64, Parked>>,
-    spent: Mutex<HashMap<u64, Instant>>,
+    spent: Mutex<Spent>,
     next: AtomicU64,
 }
 
@@ -179,6 +206,14 @@ impl std::fmt::Debug for Rounds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rounds").finish_non_exhaustive()
     }
+}
+
+/// The spent states' nonces, until when each is remembered and for whom, and what each
+/// client holds.
+#[derive(Default)]
+struct Spent {
+    until: HashMap<u64, (Instant, Arc<str>)>,
+    held: Holdings,
 }
 
 /// What a request is bound to: SHA-256 of who sent it (`principal`: the bearer token it
@@ -268,7 +303,7 @@ impl Rounds {
         Ok(Self {
             codec: RequestStateCodec::try_new(key)?,
             parked: Mutex::new(HashMap::new()),
-            spent: Mutex::new(HashMap::new()),
+            spent: Mutex::new(Spent::default()),
             next: AtomicU64::new(1),
         })
     }
@@ -294,6 +329,7 @@ impl Rounds {
         responses: Option<&InputResponses>,
         capabilities: ClientCapabilities,
         session: &str,
+        owner: &Arc<str>,
         request: &CancellationToken,
         start: F,
     ) -> Result<Step, ErrorData>
@@ -309,6 +345,7 @@ impl Rounds {
                 round: 0,
                 capabilities,
                 session,
+                owner,
                 upfront,
             };
             return self.fresh(run, BTreeMap::new(), request, start).await;
@@ -317,7 +354,7 @@ impl Rounds {
             .codec
             .open_json_with(sealed, &binding)
             .map_err(bad_state)?;
-        self.spend(state.nonce)?;
+        self.spend(state.nonce, owner)?;
         let empty = InputResponses::new();
         let responses = responses.unwrap_or(&empty);
         for key in &state.keys {
@@ -336,6 +373,7 @@ impl Rounds {
                 round: state.round,
                 capabilities,
                 session,
+                owner,
                 upfront: BTreeMap::new(),
             };
             return self.fresh(run, preset, request, start).await;
@@ -381,6 +419,7 @@ impl Rounds {
             asks: parked.asks,
             binding,
             round: state.round,
+            owner: parked.owner,
         };
         self.drive(driving, request).await
     }
@@ -420,6 +459,7 @@ impl Rounds {
             asks,
             binding: run.binding,
             round: run.round,
+            owner: run.owner.clone(),
         };
         self.drive(driving, request).await
     }
@@ -434,6 +474,7 @@ impl Rounds {
             mut asks,
             binding,
             round,
+            owner,
         } = d;
         let first = tokio::select! {
             done = &mut work => return finished(done, &missing),
@@ -511,6 +552,7 @@ impl Rounds {
             binding,
             round,
             expires: Instant::now() + STATE_TTL,
+            owner,
         })
     }
 
@@ -532,13 +574,21 @@ impl Rounds {
             }
         };
         let mut all = self.parked.lock().unwrap_or_else(|e| e.into_inner());
-        if all.len() >= MAX_PARKED {
+        // At most 2 × MAX_PARKED entries: counting this client's is a short scan.
+        let mine = all.values().filter(|p| p.owner == parked.owner).count();
+        if let Err(why) = PARKED_SHARE.admit(all.len(), mine, None) {
             drop(all);
             parked.stop();
-            return Err(refused(format!(
-                "{MAX_PARKED} calls already wait for their clients' answers on this server; \
-                 try again later"
-            )));
+            return Err(refused(match why {
+                Refusal::Own { cap } => format!(
+                    "this client already has {cap} calls waiting for its answers, its share \
+                     of this server's {MAX_PARKED}; answer or abandon one first"
+                ),
+                Refusal::Full { .. } => format!(
+                    "{MAX_PARKED} calls already wait for their clients' answers on this \
+                     server; try again later"
+                ),
+            }));
         }
         parked.flag.set(true);
         all.insert(id, parked);
@@ -569,23 +619,38 @@ impl Rounds {
             .map_err(|e| ErrorData::internal_error(format!("cannot seal requestState: {e}"), None))
     }
 
-    /// Marks a state's nonce spent; a nonce spent before is a replay.
-    fn spend(&self, nonce: u64) -> Result<(), ErrorData> {
-        let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+    /// Marks a state's nonce spent for `owner`; a nonce spent before is a replay.
+    fn spend(&self, nonce: u64, owner: &Arc<str>) -> Result<(), ErrorData> {
+        let mut guard = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        let Spent { until, held } = &mut *guard;
         let now = Instant::now();
-        spent.retain(|_, until| *until > now);
-        if spent.contains_key(&nonce) {
+        until.retain(|_, (when, who)| {
+            let keep = *when > now;
+            if !keep {
+                held.give_back(who);
+            }
+            keep
+        });
+        if until.contains_key(&nonce) {
             return Err(ErrorData::invalid_params(
                 "requestState refused: it was used already (each state continues a request once)",
                 None,
             ));
         }
-        if spent.len() >= MAX_SPENT {
-            return Err(refused(
-                "too many requests are continuing at once on this server; try again later",
-            ));
+        if let Err(why) = held.take(&SPENT_SHARE, owner, None) {
+            return Err(refused(match why {
+                Refusal::Own { cap } => format!(
+                    "this client continued {cap} requests in the last {} s, its share of this \
+                     server; try again later",
+                    STATE_TTL.as_secs()
+                ),
+                Refusal::Full { .. } => {
+                    "too many requests are continuing at once on this server; try again later"
+                        .to_string()
+                }
+            }));
         }
-        spent.insert(nonce, now + STATE_TTL);
+        until.insert(nonce, (now + STATE_TTL, owner.clone()));
         Ok(())
     }
 

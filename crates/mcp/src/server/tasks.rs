@@ -10,9 +10,11 @@
 //! ran and reported an error ends `completed` with `isError`.
 //!
 //! What this adds to it:
-//! - **Bounds.** At most [`MAX_TASKS`] tasks alive in the process and
-//!   [`MAX_TASKS_PER_CLIENT`] per client; beyond them the call is simply answered when it
-//!   ends, as for a client without the extension.
+//! - **Bounds.** [`TASK_SHARE`]: [`MAX_TASKS`] tasks alive in the shared pool, at most
+//!   [`MAX_TASKS_PER_CLIENT`] per client, and beyond a full pool [`TASK_RESERVE`] more for
+//!   each client, up to twice the pool: one client's tasks never leave another without
+//!   room. Beyond them the call is simply answered when it ends, as for a client without
+//!   the extension.
 //! - **Ownership.** A task is seen, updated and cancelled only by the client that made it
 //!   (its bearer token, else its session or its address, as for request states). Any
 //!   other client is told the task is unknown, as for an id that never existed, so ids
@@ -49,6 +51,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use toolhost_core::tools::Share;
 
 /// How long a call of a task-capable client runs before it becomes a task.
 pub const TASK_AFTER: Duration = Duration::from_millis(500);
@@ -58,6 +61,17 @@ pub const MAX_TASKS: usize = 256;
 
 /// Tasks alive of one client, at most.
 pub const MAX_TASKS_PER_CLIENT: usize = 32;
+
+/// Tasks each client may still make when the pool is full.
+pub const TASK_RESERVE: usize = 4;
+
+/// How tasks are shared by clients (`toolhost_core::tools::share`).
+pub const TASK_SHARE: Share = Share {
+    pool: MAX_TASKS,
+    per_client: MAX_TASKS_PER_CLIENT,
+    reserve: TASK_RESERVE,
+    ceiling: MAX_TASKS * 2,
+};
 
 /// How a served tool may run as a task (MCP's `execution.taskSupport`), as the operator
 /// sets it per tool (see the module docs).
@@ -93,7 +107,7 @@ fn no_room_for_task(tool: &str) -> ErrorData {
     ErrorData::invalid_request(
         format!(
             "the tool `{tool}` runs only as a task, and no task can be made now (at most \
-             {MAX_TASKS_PER_CLIENT} per client, {MAX_TASKS} in all): wait for one to end or \
+             {MAX_TASKS_PER_CLIENT} per client, {MAX_TASKS} shared): wait for one to end or \
              cancel one"
         ),
         None,
@@ -318,8 +332,8 @@ impl Tasks {
     fn room_for(&self, owner: &str) -> bool {
         let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
         owners.retain(|id, _| self.manager.get_task(id).is_ok());
-        owners.len() < MAX_TASKS
-            && owners.values().filter(|o| *o == owner).count() < MAX_TASKS_PER_CLIENT
+        let mine = owners.values().filter(|o| *o == owner).count();
+        TASK_SHARE.admit(owners.len(), mine, None).is_ok()
     }
 
     /// `id` when `owner` made it, else the error an unknown id gets.
@@ -369,8 +383,9 @@ impl super::McpServer {
         args: serde_json::Value,
         context: &RequestContext<RoleServer>,
         support: TaskSupport,
+        who: &super::clients::Identity,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
-        let owner = super::calls::principal(context);
+        let owner = who.id().to_string();
         let at_once = support == TaskSupport::Required;
         if at_once && !self.tasks.room_for(&owner) {
             return Err(no_room_for_task(&name));
@@ -379,7 +394,7 @@ impl super::McpServer {
         let asker = TaskAsker::new(capabilities);
         let client = crate::DownstreamClient::task(asker.clone(), self.session.id.clone());
         let stop = super::StopToken::new();
-        let call = self.call_future(name, args, client, stop.clone(), context);
+        let call = self.call_future(name, args, client, stop.clone(), context, &who.caller);
         let outcome = self
             .tasks
             .run(

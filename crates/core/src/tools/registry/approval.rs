@@ -30,6 +30,22 @@ impl ToolRegistry {
         ctx: &ToolContext,
     ) -> Result<(), ToolError> {
         let call_id = (call_id, inv);
+        // A served client's own permission levels narrow the host's policy: every level
+        // the tool declares must be among them.
+        if let Some(caller) = ctx.get::<crate::tools::share::Caller>()
+            && let Some(allowed) = &caller.allowed
+            && let Some(p) = entry.permissions.iter().find(|p| !allowed.contains(p))
+        {
+            let e = ToolError::PermissionDenied(
+                entry.name.clone(),
+                format!(
+                    "requires the '{p}' permission, which is not among the levels the client \
+                     `{}` is allowed ([serve.clients.{}] allowed)",
+                    caller.id, caller.id
+                ),
+            );
+            return Err(self.denied(entry, call_id, "client", e));
+        }
         let (checker, hooks) = {
             let s = read(&self.inner.settings);
             (s.checker.clone(), s.hooks.clone())

@@ -20,6 +20,7 @@ use crate::tools::error::ToolError;
 use crate::tools::escape::escape_line;
 use crate::tools::events::{ResultDigest, ToolEvent};
 use crate::tools::render::truncate_render;
+use crate::tools::share::Caller;
 
 /// The next invocation number ([`ToolEvent::invocation`]): one counter for the whole
 /// process, so the numbers stay unique even across registries sharing a listener.
@@ -52,6 +53,7 @@ impl Drop for Unfinished<'_> {
             invocation: self.invocation,
             tool: self.tool.to_string(),
             session: self.ctx.session_id().to_string(),
+            client: self.ctx.get::<Caller>().map(|c| c.id.to_string()),
             source: self.source.cloned(),
             input: self.input.clone(),
             ok: false,
@@ -198,6 +200,7 @@ impl ToolRegistry {
             invocation,
             tool: name.clone(),
             session: call_ctx.session_id().to_string(),
+            client: call_ctx.get::<Caller>().map(|c| c.id.to_string()),
             source: entry.as_ref().map(|e| e.metadata.source.clone()),
             input: arguments.clone(),
             ok: output.is_ok(),
@@ -259,25 +262,25 @@ impl ToolRegistry {
         {
             return (Err(e), false);
         }
-        let (default_timeout, max_bytes, content_limits, semaphore) = {
+        let (default_timeout, max_bytes, content_limits, slots) = {
             let s = read(&self.inner.settings);
             (
                 s.default_timeout,
                 s.max_result_bytes,
                 s.content_limits,
-                s.semaphore.clone(),
+                s.slots.clone(),
             )
         };
 
-        // Stage 4: execution under the concurrency limit, timeout and cancellation.
+        // Stage 4: execution in a fair share of the slots, under timeout and cancellation.
         // The call's budget: the tool's own timeout (else the registry default), cut to the
-        // caller's deadline. Waiting for a permit counts against the caller's deadline.
+        // caller's deadline. Waiting for a slot counts against the caller's deadline.
         let own = entry.metadata.timeout.unwrap_or(default_timeout);
         let deadline = ctx.deadline();
         let far = tokio::time::Instant::now() + own;
         let caller_deadline = deadline.unwrap_or(far).min(far);
-        let permit = tokio::select! {
-            p = semaphore.acquire_owned() => p,
+        let _slot = tokio::select! {
+            slot = slots.acquire(ctx.get::<Caller>()) => slot,
             _ = ctx.cancellation_token().cancelled() => {
                 return (Err(ToolError::Cancelled(entry.name.clone())), false);
             }
@@ -285,13 +288,6 @@ impl ToolRegistry {
                 let budget = caller_budget(deadline, own);
                 return (Err(ToolError::Timeout(entry.name.clone(), budget)), false);
             }
-        };
-        let Ok(_permit) = permit else {
-            // The semaphore is never closed; treat it as an internal error all the same.
-            return (
-                Err(ToolError::Other("the concurrency limiter is closed".into())),
-                false,
-            );
         };
         if ctx.is_cancelled() {
             return (Err(ToolError::Cancelled(entry.name.clone())), false);

@@ -5,6 +5,10 @@ use super::*;
 use rmcp::model::{CallToolResult, ContentBlock, ElicitRequestParams, ElicitationCapability};
 use serde_json::json;
 
+fn owner() -> std::sync::Arc<str> {
+    std::sync::Arc::from("p")
+}
+
 fn caps() -> ClientCapabilities {
     let mut c = ClientCapabilities::default();
     c.elicitation = Some(ElicitationCapability::default());
@@ -98,7 +102,7 @@ async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
     };
     let first = input(
         rounds
-            .run(bind, None, None, caps(), "s", &stop, work)
+            .run(bind, None, None, caps(), "s", &owner(), &stop, work)
             .await
             .unwrap(),
     );
@@ -116,6 +120,7 @@ async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
             Some(&answers),
             caps(),
             "s",
+            &owner(),
             &stop,
             work,
         )
@@ -125,13 +130,31 @@ async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
     assert!(e.message.contains("failed verification"), "{e:?}");
     let out = text(
         rounds
-            .run(bind, Some(&state), Some(&answers), caps(), "s", &stop, work)
+            .run(
+                bind,
+                Some(&state),
+                Some(&answers),
+                caps(),
+                "s",
+                &owner(),
+                &stop,
+                work,
+            )
             .await
             .unwrap(),
     );
     assert!(out.contains("answered Accept"), "{out}");
     let e = rounds
-        .run(bind, Some(&state), Some(&answers), caps(), "s", &stop, work)
+        .run(
+            bind,
+            Some(&state),
+            Some(&answers),
+            caps(),
+            "s",
+            &owner(),
+            &stop,
+            work,
+        )
         .await
         .err()
         .unwrap();
@@ -153,7 +176,7 @@ async fn a_suspended_round_parks_the_call_until_answered() {
     };
     let first = input(
         rounds
-            .run(bind, None, None, caps(), "s", &stop, work)
+            .run(bind, None, None, caps(), "s", &owner(), &stop, work)
             .await
             .unwrap(),
     );
@@ -163,14 +186,23 @@ async fn a_suspended_round_parks_the_call_until_answered() {
     // An answer that is not an object is refused (and spends the state).
     let bad: InputResponses = [(key.clone(), json!(12345))].into();
     let e = rounds
-        .run(bind, Some(&state), Some(&bad), caps(), "s", &stop, work)
+        .run(
+            bind,
+            Some(&state),
+            Some(&bad),
+            caps(),
+            "s",
+            &owner(),
+            &stop,
+            work,
+        )
         .await
         .err()
         .unwrap();
     assert!(e.message.contains("must be an object"), "{e:?}");
     let again = input(
         rounds
-            .run(bind, None, None, caps(), "s", &stop, work)
+            .run(bind, None, None, caps(), "s", &owner(), &stop, work)
             .await
             .unwrap(),
     );
@@ -179,7 +211,16 @@ async fn a_suspended_round_parks_the_call_until_answered() {
     let good: InputResponses = [(key, json!({"action": "accept", "content": {"ok": true}}))].into();
     let out = text(
         rounds
-            .run(bind, Some(&state), Some(&good), caps(), "s", &stop, work)
+            .run(
+                bind,
+                Some(&state),
+                Some(&good),
+                caps(),
+                "s",
+                &owner(),
+                &stop,
+                work,
+            )
             .await
             .unwrap(),
     );
@@ -221,7 +262,16 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
     .into();
     let out = text(
         rounds
-            .run(bind, None, Some(&answers), caps(), "s", &stop, asks(1))
+            .run(
+                bind,
+                None,
+                Some(&answers),
+                caps(),
+                "s",
+                &owner(),
+                &stop,
+                asks(1),
+            )
             .await
             .unwrap(),
     );
@@ -231,7 +281,16 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
     // Used once: the second question under the key is asked.
     let second = input(
         rounds
-            .run(bind, None, Some(&answers), caps(), "s", &stop, asks(2))
+            .run(
+                bind,
+                None,
+                Some(&answers),
+                caps(),
+                "s",
+                &owner(),
+                &stop,
+                asks(2),
+            )
             .await
             .unwrap(),
     );
@@ -257,7 +316,16 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
     .into();
     let asked = input(
         rounds
-            .run(bind, None, Some(&pre), caps(), "s", &stop, approval)
+            .run(
+                bind,
+                None,
+                Some(&pre),
+                caps(),
+                "s",
+                &owner(),
+                &stop,
+                approval,
+            )
             .await
             .unwrap(),
     );
@@ -271,7 +339,16 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
     // Not an object: refused, nothing run.
     let bad: InputResponses = [("user_name".to_string(), json!(12345))].into();
     let e = rounds
-        .run(bind, None, Some(&bad), caps(), "s", &stop, asks(1))
+        .run(
+            bind,
+            None,
+            Some(&bad),
+            caps(),
+            "s",
+            &owner(),
+            &stop,
+            asks(1),
+        )
         .await
         .err()
         .unwrap();
@@ -280,9 +357,52 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
     // A good call after all of it.
     let out = text(
         rounds
-            .run(bind, None, Some(&answers), caps(), "s", &stop, asks(1))
+            .run(
+                bind,
+                None,
+                Some(&answers),
+                caps(),
+                "s",
+                &owner(),
+                &stop,
+                asks(1),
+            )
             .await
             .unwrap(),
     );
     assert!(out.contains(r#"\"ok\":true"#), "{out}");
+}
+
+/// A client chaining rounds fills only its own share of the spent states: its next
+/// round is refused, naming its share, while another client's rounds go on; with the
+/// pool full (four such clients), every other client still has its reserve.
+#[test]
+fn one_client_spending_states_leaves_the_others_their_share() {
+    let rounds = Rounds::new(None).unwrap();
+    let who = |n: &str| -> std::sync::Arc<str> { std::sync::Arc::from(n) };
+    let mut nonce = 0u64;
+    let mut spend = |owner: &std::sync::Arc<str>| {
+        nonce += 1;
+        rounds.spend(nonce, owner)
+    };
+    let hog = who("hog");
+    for _ in 0..SPENT_SHARE.per_client {
+        spend(&hog).unwrap();
+    }
+    let e = spend(&hog).unwrap_err();
+    assert!(e.message.contains("its share"), "{e:?}");
+    spend(&who("victim")).unwrap();
+    for h in ["hog2", "hog3", "hog4"] {
+        let h = who(h);
+        for _ in 0..SPENT_SHARE.per_client {
+            let _ = spend(&h);
+        }
+    }
+    // The pool is full: a client holding one still has its reserve.
+    for _ in 1..SPENT_SHARE.reserve {
+        spend(&who("victim")).unwrap();
+    }
+    let e = spend(&who("victim")).unwrap_err();
+    assert!(e.message.contains("too many requests"), "{e:?}");
+    spend(&who("newcomer")).unwrap();
 }
