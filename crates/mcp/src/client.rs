@@ -101,6 +101,8 @@ struct Slot {
 struct Shared {
     slot: tokio::sync::Mutex<Slot>,
     tools: RwLock<Option<(u64, Arc<Vec<McpToolInfo>>)>>,
+    /// The tools the last listing refused by name, each with why.
+    refused: Mutex<Vec<String>>,
     changed: Arc<watch::Sender<u64>>,
     progress: Arc<Mutex<HashMap<ProgressToken, Route>>>,
     /// The server's notifications for the gateway.
@@ -169,6 +171,7 @@ impl McpClient {
             shared: Arc::new(Shared {
                 slot: tokio::sync::Mutex::new(Slot::default()),
                 tools: RwLock::new(None),
+                refused: Mutex::new(Vec::new()),
                 changed: Arc::new(changed),
                 progress: Arc::new(Mutex::new(HashMap::new())),
                 events: tokio::sync::broadcast::channel(features::EVENT_BACKLOG).0,
@@ -355,10 +358,25 @@ impl McpClient {
                 });
             }
         };
+        let (infos, refused) = infos;
+        *self
+            .shared
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = refused;
         let infos = Arc::new(infos);
         *self.shared.tools.write().unwrap_or_else(|e| e.into_inner()) =
             Some((generation, infos.clone()));
         Ok(infos)
+    }
+
+    /// The tools the last listing refused by name (too deep, too large), each with why.
+    pub fn refused_tools(&self) -> Vec<String> {
+        self.shared
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The server's tools as model-facing definitions. Cached; see

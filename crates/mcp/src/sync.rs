@@ -146,5 +146,7 @@ fn sync_registry(
         reg.dispose();
     }
     st.registered = keep;
+    // Tools the listing refused by name are problems of this registration too.
+    report.problems.extend(client.refused_tools());
     report
 }

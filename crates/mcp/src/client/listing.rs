@@ -78,7 +78,7 @@ impl McpClient {
     pub(super) async fn list_bounded(
         &self,
         peer: &Peer<RoleClient>,
-    ) -> Result<Vec<McpToolInfo>, ServiceError> {
+    ) -> Result<(Vec<McpToolInfo>, Vec<String>), ServiceError> {
         let mut kept = Kept::new(&self.cfg.server, self.cfg.tool_limits);
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_TOOL_PAGES {
@@ -88,12 +88,12 @@ impl McpClient {
             let page = peer.list_tools(params).await?;
             for tool in page.tools {
                 if !kept.offer(tool) {
-                    return Ok(kept.tools);
+                    return Ok((kept.tools, kept.refused));
                 }
             }
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
-                None => return Ok(kept.tools),
+                None => return Ok((kept.tools, kept.refused)),
             }
         }
         let server = &self.cfg.server;
@@ -102,7 +102,7 @@ impl McpClient {
             "MCP server `{server}` lists tools on more than {MAX_TOOL_PAGES} pages; only \
              the tools of the first {MAX_TOOL_PAGES} are used (MAX_TOOL_PAGES)"
         );
-        Ok(kept.tools)
+        Ok((kept.tools, kept.refused))
     }
 }
 
@@ -114,6 +114,8 @@ pub(crate) struct Kept<'a> {
     seen: usize,
     bytes: usize,
     pub(crate) tools: Vec<McpToolInfo>,
+    /// The tools refused by name, each with why (for the registration report).
+    pub(crate) refused: Vec<String>,
 }
 
 impl<'a> Kept<'a> {
@@ -124,6 +126,7 @@ impl<'a> Kept<'a> {
             seen: 0,
             bytes: 0,
             tools: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
@@ -152,6 +155,10 @@ impl<'a> Kept<'a> {
         ];
         if depth.into_iter().flatten().any(|d| d > MAX_TOOL_DEPTH) {
             warn_too_deep(server, &tool.name);
+            self.refused.push(format!(
+                "tool '{}': refused: its definition nests deeper than {MAX_TOOL_DEPTH} levels",
+                shown(&tool.name)
+            ));
             return true;
         }
         let size = json_size(&tool);
@@ -164,6 +171,21 @@ impl<'a> Kept<'a> {
                  kept",
                 shown(&tool.name)
             );
+            // Name the part that makes it large when one part alone passes the limit.
+            let part = [
+                ("input schema", Some(&tool.input_schema)),
+                ("output schema", tool.output_schema.as_ref()),
+            ]
+            .into_iter()
+            .filter_map(|(what, m)| Some((what, serde_json::to_vec(&**m?).ok()?.len())))
+            .find(|(_, n)| *n > MAX_TOOL_BYTES)
+            .map(|(what, n)| format!(" (its {what} alone is {n} bytes)"))
+            .unwrap_or_default();
+            self.refused.push(format!(
+                "tool '{}': refused: its definition is {size} bytes, more than \
+                 {MAX_TOOL_BYTES}{part}",
+                shown(&tool.name)
+            ));
             return true;
         }
         if self.bytes + size > max_bytes {
