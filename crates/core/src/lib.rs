@@ -3,6 +3,7 @@
 //! It knows nothing about WebAssembly, MCP or LLMs: those crates depend on it, never the
 //! reverse. Most users want the `toolhost` crate, which re-exports this one.
 
+pub mod secrets;
 pub mod tools;
 
 pub use tools::*;

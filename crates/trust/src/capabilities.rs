@@ -4,7 +4,7 @@
 //!
 //! - **within**: a request is within an approval when every folder it asks for lies inside
 //!   a folder of the same kind that was approved (a read folder may also lie inside an
-//!   approved write folder), every rule and env name was approved, sockets only if
+//!   approved write folder), every rule, env name and config key was approved, sockets only if
 //!   approved, and no limit is higher;
 //! - **intersection**: what a plugin gets is request ∩ approval, never wider than either:
 //!   a granted folder is the requested one when an approved folder holds it, or the
@@ -39,6 +39,10 @@ pub struct Capabilities {
     /// Names of host environment variables passed in.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Keys of `wasi:config/store` the plugin may read (their values come from the
+    /// operator's `[plugins.NAME.config]`, never from the lock).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config: Vec<String>,
     /// Wall-clock deadline per call, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
@@ -74,17 +78,19 @@ pub fn tighter_limit(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 }
 
 impl Capabilities {
-    /// Whether this grant has any capability (folders, hosts, sockets, env).
+    /// Whether this grant has any capability (folders, hosts, sockets, env, config keys).
     pub fn has_capabilities(&self) -> bool {
         !self.read.is_empty()
             || !self.write.is_empty()
             || !self.network.is_empty()
             || self.sockets
             || !self.env.is_empty()
+            || !self.config.is_empty()
     }
 
     /// Whether everything this grant asks for was approved in `approved`: every folder,
-    /// rule and env name is in it, sockets only if approved, and no limit is higher.
+    /// rule, env name and config key is in it, sockets only if approved, and no limit is
+    /// higher.
     pub fn within(&self, approved: &Capabilities) -> bool {
         self.excess(approved).is_empty()
     }
@@ -108,6 +114,7 @@ impl Capabilities {
         for (key, mine, theirs) in [
             ("network", &self.network, &approved.network),
             ("env", &self.env, &approved.env),
+            ("config", &self.config, &approved.config),
         ] {
             for item in mine {
                 if !theirs.contains(item) {
@@ -134,7 +141,7 @@ impl Capabilities {
     /// wider than either side ([`Capabilities::within`] both), folders compared on path
     /// components: a requested folder inside an approved one stays as requested; an
     /// approved folder inside a requested one is granted instead (narrower); unrelated
-    /// folders are dropped. Rules and env names are kept when both sides name them,
+    /// folders are dropped. Rules, env names and config keys are kept when both sides name them,
     /// sockets when both allow them, each limit is the tighter one.
     pub fn intersect(&self, approved: &Capabilities) -> Capabilities {
         let approved_read: Vec<&String> = approved.read.iter().chain(&approved.write).collect();
@@ -151,6 +158,7 @@ impl Capabilities {
             network: both(&self.network, &approved.network),
             sockets: self.sockets && approved.sockets,
             env: both(&self.env, &approved.env),
+            config: both(&self.config, &approved.config),
             timeout_ms: tighter_limit(self.timeout_ms, approved.timeout_ms),
             fuel: tighter_limit(self.fuel, approved.fuel),
             memory_mb: tighter_limit(self.memory_mb, approved.memory_mb),
@@ -175,6 +183,7 @@ impl Capabilities {
             ("write", &self.write),
             ("network", &self.network),
             ("env", &self.env),
+            ("config", &self.config),
         ] {
             out.extend(list.iter().map(|i| format!("{key} {i}")));
         }
@@ -379,20 +388,23 @@ mod tests {
                 prop::collection::vec(folder(), 0..4),
                 prop::collection::vec(folder(), 0..3),
                 names(),
-                names(),
+                (names(), names()),
                 any::<bool>(),
                 (limit(), limit(), limit(), limit()),
             )
-                .prop_map(|(read, write, network, env, sockets, l)| Capabilities {
-                    read,
-                    write,
-                    network,
-                    sockets,
-                    env,
-                    timeout_ms: l.0,
-                    fuel: l.1,
-                    memory_mb: l.2,
-                    output_kb: l.3,
+                .prop_map(|(read, write, network, (env, config), sockets, l)| {
+                    Capabilities {
+                        read,
+                        write,
+                        network,
+                        sockets,
+                        env,
+                        config,
+                        timeout_ms: l.0,
+                        fuel: l.1,
+                        memory_mb: l.2,
+                        output_kb: l.3,
+                    }
                 })
         }
 
@@ -424,6 +436,7 @@ mod tests {
                     prop_assert!(covered(&request.write, &got.write), "{got:?}");
                     prop_assert_eq!(&got.network, &request.network);
                     prop_assert_eq!(&got.env, &request.env);
+                    prop_assert_eq!(&got.config, &request.config);
                     prop_assert_eq!(got.sockets, request.sockets);
                 }
                 // And the intersection with itself changes nothing it grants.
