@@ -127,6 +127,8 @@ impl WasmEngine {
             .map_err(|e| EngineError::Linker(format!("wasi guards: {e:#}")))?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| EngineError::Linker(format!("wasi:http: {e:#}")))?;
+        crate::config_store::add_to_linker(&mut linker)
+            .map_err(|e| EngineError::Linker(format!("wasi:config/store: {e:#}")))?;
         bindings::Tool::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| EngineError::Linker(format!("toolhost:tool/host: {e:#}")))?;
         crate::bindings_v2::Tool::add_to_linker::<HostState, HasSelf<HostState>>(

@@ -15,7 +15,7 @@ pub enum PolicyError {
     },
     /// A key the host does not know (a typo, or a capability that does not exist).
     #[error(
-        "policy {file}: unknown key `{key}` (known keys: read, write, network, sockets, env, timeout_ms, fuel, memory_mb, output_kb)"
+        "policy {file}: unknown key `{key}` (known keys: read, write, network, sockets, env, config, timeout_ms, fuel, memory_mb, output_kb)"
     )]
     UnknownKey {
         /// The policy file.
@@ -45,6 +45,17 @@ pub enum PolicyError {
         file: String,
         /// One [`PolicyError::Forbidden`] message per refused entry.
         entries: Vec<String>,
+    },
+    /// A `config` key that cannot be asked for (too many, too long, bad characters,
+    /// repeated).
+    #[error("policy {file}: `config` key \"{key}\" {reason}")]
+    ConfigKey {
+        /// The policy file.
+        file: String,
+        /// The key as asked for (cut to 40 characters, escaped).
+        key: String,
+        /// What is wrong.
+        reason: String,
     },
     /// Bad TOML or a bad value.
     #[error("policy {file}: {message}")]

@@ -10,6 +10,7 @@
 //! | `network` | Network | wasi:http allowlist (scheme, host, port) |
 //! | `sockets` | Network | TCP to allowlisted IP:port (resolved); lookups of allowlisted names only |
 //! | `env` | (nothing) | the named host variables |
+//! | `config` | (nothing) | `wasi:config/store` reads of the keys granted and given |
 //!
 //! Granted folders are opened once, at load, and held ([`crate::dirs`]); each call's
 //! preopens come from those handles, never from re-resolving the path. Deleting and
@@ -20,6 +21,9 @@ use std::path::PathBuf;
 
 use toolhost_core::tools::{Capability, Permission};
 
+use toolhost_core::secrets::Redactor;
+
+use crate::config::ConfigValues;
 use crate::dirs::HeldDirs;
 use crate::net::NetRule;
 use crate::policy::Policy;
@@ -41,6 +45,10 @@ pub struct Grant {
     pub held: HeldDirs,
     /// Environment variable names passed in (when set on the host).
     pub env: Vec<String>,
+    /// The `wasi:config/store` values of the granted keys the operator gave.
+    pub config: ConfigValues,
+    /// Replaces those values in everything the call returns or logs.
+    pub redactor: Redactor,
     /// Why some offered capability was not granted (for `inspect` and denial messages).
     pub withheld: Vec<String>,
 }
@@ -50,8 +58,11 @@ impl Grant {
     /// permission unlocks it ([`Permission::unlocks`], the one permission table).
     pub fn effective(policy: &Policy, declared: &[Permission]) -> Grant {
         let has = |c: Capability| c.granted_by(declared);
+        let config = policy.config_values.only(&policy.config);
         let mut g = Grant {
             env: policy.env.clone(),
+            redactor: config.redactor(),
+            config,
             ..Grant::default()
         };
         if has(Capability::ReadDirs) {

@@ -11,7 +11,7 @@ impl types::Host for HostState {}
 impl host::Host for HostState {
     async fn log(&mut self, level: types::LogLevel, message: String) {
         let reports = self.reports.get_mut().unwrap_or_else(|e| e.into_inner());
-        let Some(message) = reports.log(&message) else {
+        let Some(message) = reports.log(&self.redactor.text(&message)) else {
             return;
         };
         let (plugin, tool) = (&*self.plugin, &*self.tool);
@@ -46,6 +46,7 @@ impl host::Host for HostState {
     }
 
     async fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let message = message.map(|m| self.redactor.text(&m).into_owned());
         let reports = self.reports.get_mut().unwrap_or_else(|e| e.into_inner());
         reports.progress(self.ctx.as_ref(), progress, total, message);
     }

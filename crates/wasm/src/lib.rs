@@ -30,6 +30,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod config;
 pub mod describe;
 pub mod error;
 pub mod net;
@@ -58,6 +59,8 @@ mod cache;
 pub mod capture;
 #[cfg(feature = "runtime")]
 pub mod component;
+#[cfg(feature = "runtime")]
+mod config_store;
 #[cfg(feature = "runtime")]
 pub mod dirs;
 #[cfg(feature = "runtime")]

@@ -7,6 +7,7 @@
 //! network = ["https://api.example.com", "http://127.0.0.1:8080", "https://*.github.com"]
 //! sockets = false                   # raw TCP (wasi:sockets) to the network hosts; off by default
 //! env = ["API_KEY"]                 # host environment variables passed in
+//! config = ["OPENWEATHER_API_KEY"]  # wasi:config/store keys (values: the operator's toml)
 //! timeout_ms = 5000                 # wall-clock deadline per call (epoch)
 //! fuel = 100000000                  # instruction budget per call (deterministic; default DEFAULT_FUEL)
 //! memory_mb = 64                    # linear memory cap per call
@@ -40,6 +41,7 @@ use serde::Deserialize;
 
 use toolhost_core::tools::{Capability, Permission};
 
+use crate::config::ConfigValues;
 use crate::error::PolicyError;
 use crate::net::NetRule;
 
@@ -142,6 +144,8 @@ struct RawPolicy {
     sockets: bool,
     #[serde(default)]
     env: Vec<String>,
+    #[serde(default)]
+    config: Vec<String>,
     timeout_ms: Option<u64>,
     fuel: Option<u64>,
     memory_mb: Option<u64>,
@@ -163,6 +167,11 @@ pub struct Policy {
     pub sockets: bool,
     /// Names of host environment variables passed in.
     pub env: Vec<String>,
+    /// The `wasi:config/store` keys asked for (checked by [`crate::config::check_keys`]);
+    /// in an effective policy, the keys granted.
+    pub config: Vec<String>,
+    /// The operator's values for the granted keys (only those; empty in a request).
+    pub config_values: ConfigValues,
     /// Wall-clock deadline per call.
     pub timeout: Duration,
     /// Fuel per call ([`DEFAULT_FUEL`] unless the file sets `fuel`); `None` (only for a
@@ -199,6 +208,8 @@ impl Default for Policy {
             network: Vec::new(),
             sockets: false,
             env: Vec::new(),
+            config: Vec::new(),
+            config_values: ConfigValues::default(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             fuel: Some(DEFAULT_FUEL),
             memory_bytes: mib(DEFAULT_MEMORY_MB),
@@ -356,6 +367,13 @@ impl Policy {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        if let Err((key, reason)) = crate::config::check_keys(&raw.config) {
+            return Err(PolicyError::ConfigKey {
+                file: fname,
+                key,
+                reason,
+            });
+        }
         let memory_mb = raw.memory_mb.unwrap_or(DEFAULT_MEMORY_MB);
         if memory_mb == 0 || memory_mb > MAX_MEMORY_MB {
             return Err(PolicyError::Invalid {
@@ -398,6 +416,8 @@ impl Policy {
             network,
             sockets: raw.sockets,
             env: raw.env,
+            config: raw.config,
+            config_values: ConfigValues::default(),
             timeout: Duration::from_millis(timeout_ms),
             fuel: Some(raw.fuel.unwrap_or(DEFAULT_FUEL)),
             memory_bytes: mib(memory_mb),

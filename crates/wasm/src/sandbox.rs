@@ -1,7 +1,8 @@
 //! The per-call sandbox: [`HostState`], the data of one call's `Store`, built from a
 //! [`Grant`] and the policy: a WASI context with the granted preopens (from the handles
 //! held since load, [`crate::dirs`]), raw sockets (off unless granted, checked on resolved
-//! IPs), the named environment variables, captured output ([`crate::capture`]), the
+//! IPs), the named environment variables, the granted `wasi:config/store` values
+//! ([`crate::config_store`]), captured output ([`crate::capture`]), the
 //! wasi:http gate ([`crate::http_gate`]), the memory limiter and the call's reports.
 //! Deleting and renaming are checked in [`crate::guard`].
 
@@ -15,7 +16,10 @@ use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use toolhost_core::secrets::Redactor;
+
 use crate::capture::CappedPipe;
+use crate::config::ConfigValues;
 use crate::dirs::HeldDirs;
 use crate::error::StoreError;
 use crate::grant::Grant;
@@ -58,6 +62,10 @@ pub struct HostState {
     pub(crate) denials: Denials,
     pub(crate) stdout: CappedPipe,
     pub(crate) stderr: CappedPipe,
+    /// The `wasi:config/store` values this call may read.
+    pub(crate) config: ConfigValues,
+    /// Replaces those values in what the call logs and returns.
+    pub(crate) redactor: Redactor,
 }
 
 impl WasiView for HostState {
@@ -188,6 +196,8 @@ impl HostState {
             denials,
             stdout,
             stderr,
+            config: g.config.clone(),
+            redactor: g.redactor.clone(),
         })
     }
 
@@ -202,7 +212,11 @@ impl HostState {
         for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             let (text, dropped) = pipe.take();
             if !text.is_empty() {
-                let text = text.trim_end().escape_debug().to_string();
+                let text = self
+                    .redactor
+                    .text(text.trim_end())
+                    .escape_debug()
+                    .to_string();
                 tracing::info!(target: "toolhost::guest", plugin = %self.plugin, tool = %self.tool, stream, "{text}");
             }
             if dropped > 0 {

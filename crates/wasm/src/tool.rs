@@ -108,8 +108,22 @@ impl WasmTool {
         &self.plugin.policy
     }
 
-    /// Runs the tool once, in a fresh sandbox.
+    /// Runs the tool once, in a fresh sandbox. Every value of the plugin's
+    /// `wasi:config/store` grant is replaced with `[redacted: KEY]` in the result and the
+    /// error before anyone sees them (docs/secrets.md).
     pub async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let r = &self.grant.redactor;
+        match self.run_unredacted(args, ctx).await {
+            Ok(out) => Ok(r.output(out)),
+            Err(e) => Err(r.error(e)),
+        }
+    }
+
+    async fn run_unredacted(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         if let Some(msg) = &self.refusal {
             return Err(ToolError::PermissionDenied(
                 self.registered.to_string(),
