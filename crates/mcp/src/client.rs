@@ -88,6 +88,8 @@ struct Config {
     protocol: crate::config::McpProtocol,
     /// How much of the server's tool list is kept.
     tool_limits: ToolLimits,
+    /// Replaces the secrets given to the server in what its tools return.
+    redactor: toolhost_core::secrets::Redactor,
 }
 
 #[derive(Default)]
@@ -166,6 +168,7 @@ impl McpClient {
                 oauth_client: Default::default(),
                 allow_secret_fields: false,
                 protocol: crate::config::McpProtocol::Initialize,
+                redactor: Default::default(),
                 tool_limits: ToolLimits::default(),
             }),
             shared: Arc::new(Shared {
@@ -227,6 +230,18 @@ impl McpClient {
     pub fn with_secret_fields(mut self, allow: bool) -> Self {
         Arc::make_mut(&mut self.cfg).allow_secret_fields = allow;
         self
+    }
+
+    /// Replaces the secrets given to the server (its `env` values) in every result and
+    /// error its tools return.
+    pub fn with_redactor(mut self, redactor: toolhost_core::secrets::Redactor) -> Self {
+        Arc::make_mut(&mut self.cfg).redactor = redactor;
+        self
+    }
+
+    /// What replaces the secrets given to the server in its tools' results.
+    pub fn redactor(&self) -> &toolhost_core::secrets::Redactor {
+        &self.cfg.redactor
     }
 
     /// Sets the protocol revision spoken to the server (`protocol` in

@@ -5,7 +5,9 @@
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-everything"]
 //! env = { API_KEY = "..." }      # the child's whole environment (it starts empty but for
-//!                                 # a minimal PATH: its program's folder, then the system's)
+//!                                 # a minimal PATH: its program's folder, then the system's);
+//!                                 # a value may come from a source: { env = "VAR" },
+//!                                 # { file = "PATH" } (0600), { keyring = "SERVICE/USER" }
 //! inherit_env = ["HOME"]          # host variables copied into it by name
 //! timeout_secs = 30               # per request (default 30)
 //! allow_secret_fields = false     # its forms asking for passwords, tokens, keys: refused
@@ -29,6 +31,10 @@
 //!
 //! A missing variable or file, an empty one, or a token file group or others may read is
 //! a [`McpConfigError`] for that server; the other servers load regardless.
+//!
+//! The values of `env` (but `PATH`) are secrets: every text the server's tools return
+//! has them replaced by `[redacted: VAR]` (exact matches of 8 characters or more; see
+//! docs/secrets.md).
 //!
 //! ## Rating the tools
 //!
@@ -80,6 +86,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
+use toolhost_core::secrets::{Redactor, SecretSource};
 use toolhost_core::tools::{Permission, RiskLevel, ToolRegistry};
 
 #[cfg(doc)]
@@ -128,7 +135,7 @@ pub struct McpServerConfig {
     /// Environment variables of the child (its environment is otherwise empty, but for a
     /// minimal `PATH` when neither this nor `inherit_env` sets one: see `minimal_path`).
     #[serde(default)]
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, SecretSource>,
     /// Host environment variables copied into the child's environment, by name.
     #[serde(default)]
     pub inherit_env: Vec<String>,
@@ -201,6 +208,33 @@ pub enum McpProtocol {
     Auto,
 }
 
+impl McpConfig {
+    /// Relative `file` sources of every server's `env` made relative to `base` (the
+    /// configuration file's folder).
+    pub fn anchor_secrets(&mut self, base: &std::path::Path) {
+        for server in self.servers.values_mut() {
+            for source in server.env.values_mut() {
+                *source = source.anchored(base);
+            }
+        }
+    }
+}
+
+/// What replaces the secret values of `transport` in a server's results: the values of
+/// the entry's own `env` variables but `PATH` (variables copied by `inherit_env` are the
+/// host's, not secrets given to this server).
+fn env_redactor(server: &McpServerConfig, transport: &McpTransport) -> Redactor {
+    let env = match transport {
+        McpTransport::Stdio { env, .. } | McpTransport::SandboxedStdio { env, .. } => env,
+        McpTransport::StreamableHttp { .. } => return Redactor::default(),
+    };
+    Redactor::new(
+        env.iter()
+            .filter(|(k, _)| k != "PATH" && server.env.contains_key(k))
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+    )
+}
+
 impl McpServerConfig {
     /// The operator's rating of this server's tools, with `default_risk` the `[mcp]`-wide
     /// floor for unrated tools (this entry's own `default_risk` wins).
@@ -236,7 +270,14 @@ impl McpServerConfig {
                         env.push((name.clone(), v));
                     }
                 }
-                env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+                for (var, source) in &self.env {
+                    let value = source.resolve().map_err(|e| McpConfigError::Env {
+                        var: var.clone(),
+                        from: source.describe(),
+                        message: e.to_string(),
+                    })?;
+                    env.push((var.clone(), value.expose().to_string()));
+                }
                 if !env.iter().any(|(k, _)| k == "PATH") {
                     env.push(("PATH".into(), minimal_path(command)));
                 }
@@ -355,7 +396,9 @@ pub async fn connect_all_filtered(
                 continue;
             }
         };
+        let redactor = env_redactor(server, &transport);
         let client = McpClient::new(name.clone(), transport)
+            .with_redactor(redactor)
             .with_timeout_duration(server.timeout())
             .with_tool_rules(server.tool_rules(config.default_risk))
             .with_oauth_store(crate::oauth::OAuthStore::default_location().ok())

@@ -267,6 +267,16 @@ pub enum McpConfigError {
         "`sandbox` applies only to a `command` (stdio) server; remove it from this `url` entry"
     )]
     SandboxWithoutCommand,
+    /// A value of `env` cannot be read from its source.
+    #[error("`env.{var}` ({from}): {message}")]
+    Env {
+        /// The variable.
+        var: String,
+        /// Where its value comes from (never the value).
+        from: String,
+        /// Why it cannot be read.
+        message: String,
+    },
     /// `[mcp.servers.NAME.oauth]` cannot be used.
     #[error("[mcp.servers.NAME.oauth]: {0}")]
     OAuth(String),

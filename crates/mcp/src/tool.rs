@@ -119,10 +119,12 @@ impl BaseTool for McpTool {
         // The MCP client reports in its own error type; here, where an MCP tool runs in
         // the registry, it becomes a `ToolError`, named after the registry name the model
         // used (the server's name may differ: `server__tool`).
+        let redactor = self.client.redactor();
         self.client
             .call_tool_output(&self.info.name, args, ctx)
             .await
-            .map_err(|e| match ToolError::from(e) {
+            .map(|out| redactor.output(out))
+            .map_err(|e| match redactor.error(ToolError::from(e)) {
                 ToolError::ExecutionFailed(_, msg) => {
                     ToolError::ExecutionFailed(self.name.clone(), msg)
                 }
