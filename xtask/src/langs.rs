@@ -58,7 +58,12 @@ pub fn build_all(out: &Path) -> crate::Result {
     let js_plain = root.join("tests/fixtures/langs/js_plain");
     let js_plain_wasm = fixtures.join("js_plain.wasm");
     let plain_stale = stale(&js_plain_wasm, &js_plain);
-    if plain_stale || js.iter().any(|(src, wasm)| stale(wasm, src)) {
+    // The world of the Rust `config_keyed` fixture, in JavaScript: wasi:config/store.
+    let js_config = root.join("tests/fixtures/langs/js_config/keyed.js");
+    let js_config_wit = root.join("tests/fixtures/config_keyed/wit");
+    let js_config_wasm = fixtures.join("js_config.wasm");
+    let config_stale = stale(&js_config_wasm, &js_config) || stale(&js_config_wasm, &js_config_wit);
+    if plain_stale || config_stale || js.iter().any(|(src, wasm)| stale(wasm, src)) {
         let cjs = tc.componentize_js()?;
         for (src, wasm) in &js {
             if stale(wasm, src) {
@@ -75,6 +80,10 @@ pub fn build_all(out: &Path) -> crate::Result {
                 "jsplain",
                 &js_plain_wasm,
             )?;
+        }
+        if config_stale {
+            crate::step(&format!("componentize-js {}", rel(&js_config)));
+            build_js_world(&cjs, &js_config, &js_config_wit, "keyed", &js_config_wasm)?;
         }
     }
 

@@ -57,6 +57,7 @@ pub fn build_all() -> crate::Result<PathBuf> {
             "content_v2",
             "plain_wit",
             "plain_http",
+            "config_keyed",
         ],
     )?;
     crate::langs::build_all(&out)?;
