@@ -24,6 +24,7 @@ pub mod lock;
 pub mod mcp;
 pub mod mcp_trust;
 pub mod new;
+pub mod plugin_config;
 pub mod progress;
 pub mod publish;
 pub mod release;
@@ -93,6 +94,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// List, add or revoke the remembered "allow always" decisions of destructive tools.
     Approvals(approvals::ApprovalsArgs),
+    /// Give plugins their `wasi:config/store` values: `config set|unset|list`.
+    Config(plugin_config::ConfigArgs),
     /// Print a shell completion script: `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
     Completions(completions::CompletionsArgs),
 }
@@ -144,6 +147,7 @@ impl Cli {
             Command::Publish(a) => publish::run(a).await,
             Command::Approvals(a) => approvals::run(a).await,
             Command::Mcp(a) => mcp::run(a).await,
+            Command::Config(a) => plugin_config::run(a).await,
             Command::Completions(a) => completions::run(a),
         }
     }
@@ -167,6 +171,20 @@ pub fn init_tracing(verbose: u8, quiet: bool) -> Option<toolhost::telemetry::Tra
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // What a guest hands the WASI host is logged by wasmtime-wasi before toolhost
+    // replaces the plugin's config values in it: every byte written to stdout or stderr
+    // (debug) and the string arguments of each WASI call, a URL path for one (trace).
+    // Those loggers are capped whatever the level asked for, so a secret never reaches
+    // the log; the guest's output is logged, redacted, under `toolhost::guest`
+    // (docs/secrets.md).
+    let filter = [
+        "wasmtime_wasi=debug",
+        "wasmtime_wasi_http=debug",
+        "wasmtime_wasi::p2::write_stream=info",
+    ]
+    .into_iter()
+    .filter_map(|d| d.parse().ok())
+    .fold(filter, tracing_subscriber::EnvFilter::add_directive);
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(term::LogWriter)
         .with_ansi(term::stderr_colours())

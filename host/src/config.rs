@@ -5,7 +5,7 @@
 //! [`McpServerConfig`](crate::mcp::McpServerConfig).
 //!
 //! ```toml
-//! plugins = "./plugins"
+//! plugins = "./plugins"      # or [plugins] folder = ..., with [plugins.NAME.config]
 //!
 //! [mcp.servers.everything]
 //! command = "npx"
@@ -23,6 +23,10 @@
 use std::path::Path;
 
 use serde::Deserialize;
+
+mod plugins;
+
+pub use plugins::{PluginSettings, PluginsConfig};
 
 /// Errors reading the configuration.
 #[derive(Debug, thiserror::Error)]
@@ -49,8 +53,10 @@ pub enum ConfigError {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
-    /// The plugins folder, if set here (the `--plugins` flag and `TOOLHOST_PLUGINS` win).
-    pub plugins: Option<std::path::PathBuf>,
+    /// The plugins folder, if set here (the `--plugins` flag and `TOOLHOST_PLUGINS` win),
+    /// and the operator's settings per plugin (`[plugins.NAME.config]`).
+    #[serde(default)]
+    pub plugins: PluginsConfig,
     /// The MCP servers whose tools load next to the plugins.
     #[serde(default)]
     pub mcp: crate::mcp::McpConfig,
@@ -252,15 +258,6 @@ fn yes() -> bool {
 }
 
 impl TrustConfig {
-    /// The settings the plugin loader needs: the evaluation's options and the trusted keys
-    /// that vouch for changed files.
-    pub fn load_rules(&self) -> crate::trust::LoadRules {
-        crate::trust::LoadRules {
-            opts: self.options(),
-            keys: self.keys.clone().into(),
-        }
-    }
-
     /// The settings the trust evaluation needs.
     pub fn options(&self) -> toolhost_trust::TrustOptions {
         toolhost_trust::TrustOptions {
@@ -287,6 +284,22 @@ pub enum RequireApproval {
 }
 
 impl HostConfig {
+    /// The settings the plugin loader needs: `[trust]`'s evaluation options and the
+    /// trusted keys that vouch for changed files, and each plugin's config sources.
+    pub fn load_rules(&self) -> crate::trust::LoadRules {
+        crate::trust::LoadRules {
+            opts: self.trust.options(),
+            keys: self.trust.keys.clone().into(),
+            config: std::sync::Arc::new(
+                self.plugins
+                    .named
+                    .iter()
+                    .map(|(name, s)| (name.clone(), s.config.clone()))
+                    .collect(),
+            ),
+        }
+    }
+
     /// Every file of toolhost's own this config names: the credential files
     /// (`[serve] auth_token_file`, `request_state_key_file` and each client's
     /// `token_file`; per MCP server `bearer_token_file` and the OAuth
@@ -322,10 +335,17 @@ impl HostConfig {
                 });
             }
         };
-        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        let mut config: HostConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.display().to_string(),
             message: e.to_string(),
-        })
+        })?;
+        // Secret files named relative to the configuration file are found from any
+        // working folder.
+        let base = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let base = base.map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
+        config.plugins.anchor(&base);
+        config.mcp.anchor_secrets(&base);
+        Ok(config)
     }
 }
 

@@ -17,9 +17,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{HostConfig, TrustConfig};
+use crate::config::HostConfig;
 use crate::loader::{LoadProblem, LoadProgress, NoProgress};
 use crate::tools::ToolRegistry;
+use crate::trust::LoadRules;
 use crate::trust::{LoadedFolder, PluginTrust};
 use crate::wasm::{EngineError, EngineOptions, WasmEngine};
 
@@ -100,9 +101,9 @@ impl Host {
         &self,
         registry: &ToolRegistry,
         dir: &Path,
-        cfg: &TrustConfig,
+        rules: &LoadRules,
     ) -> (Vec<PluginTrust>, Vec<LoadProblem>) {
-        let loaded = self.load_folder(registry, dir, cfg, &NoProgress).await;
+        let loaded = self.load_folder(registry, dir, rules, &NoProgress).await;
         (loaded.reports, loaded.problems)
     }
 
@@ -112,10 +113,10 @@ impl Host {
         &self,
         registry: &ToolRegistry,
         dir: &Path,
-        cfg: &TrustConfig,
+        rules: &LoadRules,
         progress: &dyn LoadProgress,
     ) -> LoadedFolder {
-        crate::trust::load_folder_with(self, registry, dir, cfg, progress).await
+        crate::trust::load_folder_with(self, registry, dir, rules, progress).await
     }
 }
 
@@ -125,7 +126,7 @@ impl Host {
 pub async fn load_plugins(registry: &ToolRegistry, dir: &Path) -> Vec<LoadProblem> {
     match Host::new() {
         Ok(host) => {
-            host.load_plugins(registry, dir, &TrustConfig::default())
+            host.load_plugins(registry, dir, &LoadRules::default())
                 .await
                 .1
         }

@@ -41,12 +41,12 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::time::Instant;
 use toolhost_trust::LOCK_FILE;
 
-use crate::config::TrustConfig;
 use crate::host::Host;
 use crate::loader::LoadProblem;
 use crate::tools::{ToolEntry, ToolRegistry, ToolSource};
 use crate::trust::{
-    PluginTrust, plugin_name, prepare_plugin, read_lock, record_update, register_prepared,
+    LoadRules, PluginTrust, plugin_name, prepare_plugin, read_lock, record_update,
+    register_prepared,
 };
 use crate::wasm::folder::FolderSet;
 
@@ -207,11 +207,11 @@ impl FolderWatch {
         self,
         host: Host,
         registry: ToolRegistry,
-        cfg: TrustConfig,
+        rules: LoadRules,
         loaded: Vec<PluginTrust>,
         set: FolderSet,
     ) {
-        let mut live = LiveFolder::new(host, registry, &self.dir, cfg, loaded, set);
+        let mut live = LiveFolder::new(host, registry, &self.dir, rules, loaded, set);
         tracing::info!(dir = %line(&self.dir.display().to_string()), "watching the plugins folder for changes");
         loop {
             let keys = match self.pending.take_quiet() {
@@ -250,7 +250,7 @@ pub struct LiveFolder {
     host: Host,
     registry: ToolRegistry,
     dir: PathBuf,
-    cfg: TrustConfig,
+    rules: LoadRules,
     /// What each plugin offers now (the plugins registered, or decided to offer nothing).
     offered: BTreeMap<String, PluginTrust>,
     /// The plugins registered, named by the one rule of tool names.
@@ -265,7 +265,7 @@ impl LiveFolder {
         host: Host,
         registry: ToolRegistry,
         dir: &Path,
-        cfg: TrustConfig,
+        rules: LoadRules,
         loaded: Vec<PluginTrust>,
         set: FolderSet,
     ) -> LiveFolder {
@@ -274,7 +274,7 @@ impl LiveFolder {
             host,
             registry,
             dir: dir.to_path_buf(),
-            cfg,
+            rules,
             offered,
             set,
         }
@@ -305,7 +305,7 @@ impl LiveFolder {
             warn_problem(&p);
             problems.push(p);
         }
-        let rules = self.cfg.load_rules();
+        let rules = self.rules.clone();
         let mut dirty = false;
         for name in names {
             let path = self.dir.join(format!("{name}.wasm"));

@@ -40,7 +40,6 @@ pub(crate) use offer::{
     Prepared, prepare_plugin, read_lock, record_update, register_prepared, warm_later,
 };
 
-use crate::config::TrustConfig;
 use crate::host::Host;
 use crate::loader::{LoadEvent, LoadProblem, LoadProgress, SLOW_LOAD, human_bytes, plugin_problem};
 use crate::tools::ToolRegistry;
@@ -71,6 +70,7 @@ pub fn request_of(policy: &Policy) -> Capabilities {
         network: policy.network.iter().map(|r| r.text.clone()).collect(),
         sockets: policy.sockets,
         env: policy.env.clone(),
+        config: policy.config.clone(),
         timeout_ms: Some(u64::try_from(policy.timeout.as_millis()).unwrap_or(u64::MAX)),
         fuel: policy.fuel,
         memory_mb: Some((policy.memory_bytes / (1024 * 1024)) as u64),
@@ -126,6 +126,10 @@ pub fn effective_policy(request: &Policy, approved: Option<&Capabilities>) -> Po
             .collect(),
         sockets: granted.sockets,
         env: granted.env,
+        // The keys granted; their values are the operator's, resolved by the loader for
+        // these keys only (`crate::trust::offer`), never taken from the request.
+        config: granted.config,
+        config_values: crate::wasm::config::ConfigValues::default(),
         timeout: match a.timeout_ms {
             Some(ms) => request.timeout.min(std::time::Duration::from_millis(ms)),
             None => request.timeout,
@@ -152,10 +156,12 @@ pub fn tool_def(spec: &ToolSpec) -> ToolDef {
 }
 
 /// Whether the request offers this tool any capability (so it must wait for approval).
-/// A tool the request offers nothing is pure compute and runs unapproved.
+/// A tool the request offers nothing is pure compute and runs unapproved. Config keys
+/// are offered to every tool of the plugin, whatever it declares.
 pub fn needs_approval(request: &Policy, spec: &ToolSpec) -> bool {
     let g = crate::wasm::Grant::effective(request, &spec.permissions);
-    !g.read.is_empty()
+    !request.config.is_empty()
+        || !g.read.is_empty()
         || !g.write.is_empty()
         || !g.network.is_empty()
         || g.sockets
@@ -298,10 +304,10 @@ pub async fn load_folder_with(
     host: &Host,
     registry: &ToolRegistry,
     dir: &Path,
-    cfg: &TrustConfig,
+    rules: &LoadRules,
     progress: &dyn LoadProgress,
 ) -> LoadedFolder {
-    let (reports, set, problems) = load_folder_inner(host, registry, dir, cfg, progress).await;
+    let (reports, set, problems) = load_folder_inner(host, registry, dir, rules, progress).await;
     LoadedFolder {
         reports,
         set,
@@ -313,7 +319,7 @@ async fn load_folder_inner(
     host: &Host,
     registry: &ToolRegistry,
     dir: &Path,
-    cfg: &TrustConfig,
+    rules: &LoadRules,
     progress: &dyn LoadProgress,
 ) -> (Vec<PluginTrust>, FolderSet, Vec<LoadProblem>) {
     let mut problems = Vec::new();
@@ -327,7 +333,7 @@ async fn load_folder_inner(
     let (mut lock, lock_problem) = read_lock(dir);
     let lock_ok = lock_problem.is_none();
     problems.extend(lock_problem);
-    let rules = cfg.load_rules();
+    let rules = rules.clone();
     progress.event(&LoadEvent::Started { total: files.len() });
     let mut jobs = Jobs::new(files.len());
     let mut reports = Vec::new();

@@ -20,7 +20,7 @@ pub fn plugins_dir(args: &HostArgs, config: &HostConfig) -> PathBuf {
     if let Some(p) = &args.plugins {
         return p.clone();
     }
-    if let Some(p) = &config.plugins {
+    if let Some(p) = &config.plugins.folder {
         return p.clone();
     }
     dirs::data_dir()
@@ -131,7 +131,7 @@ pub async fn load_all(
 ) -> (Vec<LoadProblem>, TrustReport) {
     let dir = plugins_dir(args, config);
     let loaded = host
-        .load_folder(registry, &dir, &config.trust, progress)
+        .load_folder(registry, &dir, &config.load_rules(), progress)
         .await;
     let (plugins, folder, mut problems) = (loaded.reports, loaded.set, loaded.problems);
     // A bad lock was reported by load_plugins; MCP tools then have no pins.

@@ -2,7 +2,9 @@
 //! was built against), tools, schemas, declared permissions, imports and the effective
 //! policy of one component (declared ∩ its `NAME.toml`). For a plain WIT component (its
 //! tools derived from its exported functions) it also says so, and lists each exported
-//! function that is not a tool, with why.
+//! function that is not a tool, with why. The `wasi:config/store` keys its request asks
+//! for are shown with whether the operator gave each (`[plugins.NAME.config]`) and from
+//! which source, never a value.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,12 +35,35 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     .await?
     .with_context(|| format!("cannot load {}", args.file.display()))?;
     drop(progress);
+    let config = super::common::load_config(&args.host)?;
+    let sources = config
+        .plugins
+        .sources(&toolhost::trust::plugin_name(&args.file));
     let policy = plugin.policy();
+    // Requested keys, then keys given but not asked for (which the plugin never sees).
+    let config_json: Vec<serde_json::Value> = policy
+        .config
+        .iter()
+        .map(|k| (k, true))
+        .chain(
+            sources
+                .keys()
+                .filter(|k| !policy.config.contains(k))
+                .map(|k| (k, false)),
+        )
+        .map(|(key, requested)| {
+            serde_json::json!({
+                "key": key, "requested": requested,
+                "given": sources.contains_key(key),
+                "source": sources.get(key).map(toolhost_core::secrets::SecretSource::describe),
+            })
+        })
+        .collect();
     let policy_json = serde_json::json!({
         "file": policy.file.as_ref().map(|f| f.display().to_string()),
         "read": policy.read, "write": policy.write,
         "network": policy.network.iter().map(|r| r.text.clone()).collect::<Vec<_>>(),
-        "sockets": policy.sockets, "env": policy.env,
+        "sockets": policy.sockets, "env": policy.env, "config": policy.config,
         "timeout_ms": policy.timeout.as_millis() as u64, "fuel": policy.fuel,
         "memory_mb": policy.memory_bytes >> 20, "output_kb": policy.output_bytes >> 10,
     });
@@ -98,6 +123,7 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
             "not_tools": plugin.refused_exports(),
             "imports": imports,
             "policy": policy_json,
+            "config": config_json,
             "tools": tools,
         });
         println!("{}", super::term::json(serde_json::to_string_pretty(&doc)?));
@@ -130,6 +156,27 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         "policy: {}",
         super::term::json(serde_json::to_string(&policy_json)?)
     );
+    if !config_json.is_empty() {
+        println!("config (wasi:config/store; values never shown):");
+        for c in &config_json {
+            let key = c["key"].as_str().unwrap_or_default();
+            let state = match (c["requested"].as_bool(), c["source"].as_str()) {
+                (Some(true), Some(src)) => format!("requested, given from {src}"),
+                (Some(true), None) => {
+                    "requested, not given (the plugin reads it as absent)".to_string()
+                }
+                (_, src) => format!(
+                    "given from {}, not requested (the plugin never sees it)",
+                    src.unwrap_or("?")
+                ),
+            };
+            println!(
+                "  {}: {}",
+                super::term::cell(key),
+                super::term::cell(&state)
+            );
+        }
+    }
     for t in &tools {
         println!(
             "\ntool {}",

@@ -393,7 +393,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .run(
                     th,
                     background,
-                    config.trust.clone(),
+                    config.load_rules(),
                     report.plugins,
                     report.folder,
                 )

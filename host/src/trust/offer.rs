@@ -6,8 +6,11 @@
 //! [`register_prepared`] registers the outcome; [`record_update`] books a compatible
 //! update in the lock.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use toolhost_core::secrets::SecretSource;
 
 use toolhost_trust::{
     Lock, PackageSignature, PluginEntry, SignatureCovers, ToolDef, TrustOptions, TrustState,
@@ -19,6 +22,7 @@ use super::{
 };
 use crate::loader::{LoadProblem, plugin_problem};
 use crate::tools::ToolRegistry;
+use crate::wasm::config::ConfigValues;
 use crate::wasm::folder::FolderSet;
 use crate::wasm::{Plugin, Policy, WasmEngine};
 
@@ -64,14 +68,48 @@ pub(crate) fn record_update(lock: &mut Lock, report: &PluginTrust) -> bool {
 /// applies to a fetched one.
 const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 
-/// What the loader needs of `[trust]`: the evaluation's options and the keys whose
-/// signatures vouch for a changed file.
+/// What the loader needs of the operator's configuration: `[trust]`'s evaluation options
+/// and the keys whose signatures vouch for a changed file, and `[plugins.NAME.config]`.
 #[derive(Debug, Clone, Default)]
 pub struct LoadRules {
     /// The evaluation's options.
     pub opts: TrustOptions,
     /// The operator's trusted minisign public keys (`[trust] keys`).
     pub keys: Arc<[String]>,
+    /// Where each plugin's `wasi:config/store` values come from, by plugin name and key.
+    pub config: Arc<BTreeMap<String, BTreeMap<String, SecretSource>>>,
+}
+
+/// The values of the config keys `policy` grants that the operator gave plugin `name`,
+/// read now (a key the operator did not give stays absent to the plugin). A source that
+/// cannot be read refuses the plugin, naming it and the key; nothing is read for keys
+/// not granted.
+fn resolve_config(
+    name: &str,
+    path: &Path,
+    policy: &Policy,
+    rules: &LoadRules,
+) -> Result<ConfigValues, LoadProblem> {
+    let Some(sources) = rules.config.get(name) else {
+        return Ok(ConfigValues::default());
+    };
+    policy
+        .config
+        .iter()
+        .filter_map(|key| sources.get(key).map(|s| (key, s)))
+        .map(|(key, source)| {
+            source
+                .resolve()
+                .map(|v| (key.clone(), v))
+                .map_err(|e| LoadProblem {
+                    source: path.display().to_string(),
+                    message: format!(
+                        "plugin '{name}': config key {key} ({}): {e}",
+                        source.describe()
+                    ),
+                })
+        })
+        .collect()
 }
 
 /// A valid signature by a trusted key over the package of plugin `name` as it is now: its
@@ -339,14 +377,11 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
             return Ok((report, None));
         }
         (state, Some(entry)) => {
-            plugin = Plugin::load_with_request(
-                engine,
-                path,
-                effective_policy(&request, Some(&entry.grant)),
-                &request,
-            )
-            .await
-            .map_err(|e| plugin_problem(&e))?;
+            let mut policy = effective_policy(&request, Some(&entry.grant));
+            policy.config_values = resolve_config(name, path, &policy, &rules)?;
+            plugin = Plugin::load_with_request(engine, path, policy, &request)
+                .await
+                .map_err(|e| plugin_problem(&e))?;
             let state = state.clone();
             plugin.retain_tools(|spec| state.offers(&spec.name));
             report.withheld = defs
