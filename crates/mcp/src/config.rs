@@ -32,9 +32,9 @@
 //! A missing variable or file, an empty one, or a token file group or others may read is
 //! a [`McpConfigError`] for that server; the other servers load regardless.
 //!
-//! The values of `env` (but `PATH`) are secrets: every text the server's tools return
-//! has them replaced by `[redacted: VAR]` (exact matches of 8 characters or more; see
-//! docs/secrets.md).
+//! The `env` values read from a source (`{ env }`, `{ file }`, `{ keyring }`) are
+//! secrets: every text the server's tools return has them replaced by `[redacted: VAR]`
+//! (exact matches of 8 characters or more; see docs/secrets.md).
 //!
 //! ## Rating the tools
 //!
@@ -221,8 +221,10 @@ impl McpConfig {
 }
 
 /// What replaces the secret values of `transport` in a server's results: the values of
-/// the entry's own `env` variables but `PATH` (variables copied by `inherit_env` are the
-/// host's, not secrets given to this server).
+/// the entry's `env` variables read from a secret source (`{ env }`, `{ file }`,
+/// `{ keyring }`). A value written in the file is configuration (`NODE_PATH`, `HOME`,
+/// a log level) that results may rightly show; variables copied by `inherit_env` are
+/// the host's own.
 fn env_redactor(server: &McpServerConfig, transport: &McpTransport) -> Redactor {
     let env = match transport {
         McpTransport::Stdio { env, .. } | McpTransport::SandboxedStdio { env, .. } => env,
@@ -230,7 +232,12 @@ fn env_redactor(server: &McpServerConfig, transport: &McpTransport) -> Redactor 
     };
     Redactor::new(
         env.iter()
-            .filter(|(k, _)| k != "PATH" && server.env.contains_key(k))
+            .filter(|(k, _)| {
+                server
+                    .env
+                    .get(k)
+                    .is_some_and(|s| !matches!(s, SecretSource::Value(_)))
+            })
             .map(|(k, v)| (k.as_str(), v.as_str())),
     )
 }

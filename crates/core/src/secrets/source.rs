@@ -213,7 +213,10 @@ impl SecretSource {
     }
 
     /// Reads the value now, bounded: at most [`MAX_SECRET_BYTES`], a private file only,
-    /// a keyring answer within [`KEYRING_TIMEOUT`]. An empty value is an error.
+    /// a keyring answer within [`KEYRING_TIMEOUT`]. An empty value read from elsewhere
+    /// (a variable, a file, the keyring) is an error: it is a mistake far more often
+    /// than a setting. An empty value written in the configuration file is what the
+    /// operator wrote, and is kept.
     pub fn resolve(&self) -> Result<Secret, SecretError> {
         let value = match self {
             SecretSource::Value(v) => v.0.clone(),
@@ -228,7 +231,7 @@ impl SecretSource {
                 what: self.describe(),
             });
         }
-        if value.is_empty() {
+        if value.is_empty() && !matches!(self, SecretSource::Value(_)) {
             return Err(SecretError::Unusable {
                 what: self.describe(),
                 why: "is empty",

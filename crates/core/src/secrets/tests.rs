@@ -85,6 +85,9 @@ fn an_unset_variable_is_named() {
         .resolve()
         .unwrap_err();
     assert!(e.to_string().contains("TOOLHOST_TEST_SURELY_UNSET_VAR"));
+    // An empty value written in the file is kept (`FLAG = ""` in an MCP server's env).
+    let empty = SecretSource::Value(Secret::new("")).resolve().unwrap();
+    assert_eq!(empty.expose(), "");
 }
 
 #[test]
