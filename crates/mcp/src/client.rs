@@ -224,26 +224,6 @@ impl McpClient {
         self
     }
 
-    /// Lets this server's forms ask for secret-looking fields (passwords, tokens, keys):
-    /// they are passed on flagged instead of refused (`allow_secret_fields` in
-    /// `[mcp.servers.NAME]`; see [`crate::attribution`]).
-    pub fn with_secret_fields(mut self, allow: bool) -> Self {
-        Arc::make_mut(&mut self.cfg).allow_secret_fields = allow;
-        self
-    }
-
-    /// Replaces the secrets given to the server (its `env` values) in every result and
-    /// error its tools return.
-    pub fn with_redactor(mut self, redactor: toolhost_core::secrets::Redactor) -> Self {
-        Arc::make_mut(&mut self.cfg).redactor = redactor;
-        self
-    }
-
-    /// What replaces the secrets given to the server in its tools' results.
-    pub fn redactor(&self) -> &toolhost_core::secrets::Redactor {
-        &self.cfg.redactor
-    }
-
     /// Sets the protocol revision spoken to the server (`protocol` in
     /// `[mcp.servers.NAME]`).
     pub fn with_protocol(mut self, protocol: crate::config::McpProtocol) -> Self {

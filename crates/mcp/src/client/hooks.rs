@@ -165,6 +165,14 @@ impl rmcp::ClientHandler for Hooks {
 }
 
 impl McpClient {
+    /// Lets this server's forms ask for secret-looking fields (passwords, tokens, keys):
+    /// they are passed on flagged instead of refused (`allow_secret_fields` in
+    /// `[mcp.servers.NAME]`; see [`crate::attribution`]).
+    pub fn with_secret_fields(mut self, allow: bool) -> Self {
+        Arc::make_mut(&mut self.cfg).allow_secret_fields = allow;
+        self
+    }
+
     pub(super) fn hooks(&self) -> Hooks {
         // Declared so wrapped servers may ask; each request is passed on to the client of
         // `serve` whose call it belongs to, and refused when that client cannot take it.

@@ -302,6 +302,18 @@ pub(super) async fn kill_child(child: &tokio::sync::Mutex<tokio::process::Child>
 }
 
 impl McpClient {
+    /// Replaces the secrets given to the server (its `env` values read from a secret source) in every result and
+    /// error its tools return.
+    pub fn with_redactor(mut self, redactor: toolhost_core::secrets::Redactor) -> Self {
+        Arc::make_mut(&mut self.cfg).redactor = redactor;
+        self
+    }
+
+    /// What replaces the secrets given to the server in its tools' results.
+    pub fn redactor(&self) -> &toolhost_core::secrets::Redactor {
+        &self.cfg.redactor
+    }
+
     pub(super) async fn open(&self) -> Result<Conn, McpClientError> {
         match &self.cfg.transport {
             McpTransport::Stdio { command, args, env } => {
