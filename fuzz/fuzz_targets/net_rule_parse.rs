@@ -13,6 +13,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(rule) = NetRule::parse(rule_text) {
         let _ = rule.matches(&rule.scheme, probe, rule.port);
         let _ = rule.matches("https", probe, 443);
+        // Every rule allows what it allows, and meets itself in itself.
+        assert!(rule.within(&rule), "rule {rule_text:?} is not within itself");
+        assert_eq!(rule.intersect(&rule).as_ref(), Some(&rule));
         if !rule.host.starts_with("*.") {
             assert!(
                 rule.matches(&rule.scheme, &rule.host, rule.port),

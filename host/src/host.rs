@@ -156,9 +156,10 @@ mod tests {
             &host.engine().protected_paths(),
         )
         .is_ok_and(|p| {
-            p.read
-                .iter()
-                .any(|r| r.ends_with(folder.file_name().unwrap_or_default()))
+            p.caps.read.iter().any(|r| {
+                r.as_path()
+                    .ends_with(folder.file_name().unwrap_or_default())
+            })
         })
     }
 

@@ -153,8 +153,8 @@ impl PermissionsConfig {
     /// see a path a plugin builds inside the guest.
     pub fn denied_folders(
         &self,
-        read: &[String],
-        write: &[String],
+        read: &[toolhost_trust::Folder],
+        write: &[toolhost_trust::Folder],
     ) -> Result<Vec<String>, PermissionsError> {
         let rules = DenyPaths::new(&self.deny_paths(&[]))?;
         let entries = read
@@ -166,7 +166,7 @@ impl PermissionsConfig {
                 // The folder as written and where it really is (a symlink to `~/.ssh`).
                 let real = std::fs::canonicalize(dir).ok();
                 let rule = rules
-                    .forbids_folder(Path::new(dir))
+                    .forbids_folder(dir.as_path())
                     .or_else(|| real.as_deref().and_then(|r| rules.forbids_folder(r)))?;
                 Some(format!(
                     "`{key}` entry {dir}: the operator's deny_paths rule {rule:?} forbids it"

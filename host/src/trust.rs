@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toolhost_trust::{Capabilities, Lock, ToolDef, tighter_limit};
+use toolhost_trust::{Capabilities, Folder, Lock, ToolDef};
 
 pub use toolhost_trust::{TrustState, clean};
 
@@ -53,29 +53,16 @@ use crate::wasm::{Policy, ToolSpec};
 /// path): approving the plugin approves it, so creating the folder later needs no new
 /// approval (it is checked against the protected paths when it is there).
 pub fn request_of(policy: &Policy) -> Capabilities {
-    let paths = |v: &[PathBuf], key: &str| {
-        let mut out: Vec<String> = v.iter().map(|p| p.display().to_string()).collect();
-        out.extend(
-            policy
-                .missing
-                .iter()
-                .filter(|m| m.key == key)
-                .map(|m| m.path.display().to_string()),
-        );
-        out
-    };
-    Capabilities {
-        read: paths(&policy.read, "read"),
-        write: paths(&policy.write, "write"),
-        network: policy.network.iter().map(|r| r.text.clone()).collect(),
-        sockets: policy.sockets,
-        env: policy.env.clone(),
-        config: policy.config.clone(),
-        timeout_ms: Some(u64::try_from(policy.timeout.as_millis()).unwrap_or(u64::MAX)),
-        fuel: policy.fuel,
-        memory_mb: Some((policy.memory_bytes / (1024 * 1024)) as u64),
-        output_kb: Some((policy.output_bytes / 1024) as u64),
+    let mut caps = policy.caps.clone();
+    for m in &policy.missing {
+        let list = if m.key == "write" {
+            &mut caps.write
+        } else {
+            &mut caps.read
+        };
+        list.push(Folder::from(m.path.as_path()));
     }
+    caps
 }
 
 /// The policy a plugin runs with: `request` ∩ `approved` (see the module doc). With no
@@ -87,60 +74,37 @@ pub fn effective_policy(request: &Policy, approved: Option<&Capabilities>) -> Po
         // Limits are not capabilities: the request's memory and output caps (bounded by
         // the policy parser) apply, so a pure Python tool that needs 128 MiB works
         // unapproved; the deadline and the fuel budget are never above the host default.
+        let limits = Capabilities {
+            timeout_ms: default.caps.timeout_ms,
+            fuel: default.caps.fuel,
+            memory_mb: request.caps.memory_mb,
+            output_kb: request.caps.output_kb,
+            ..Capabilities::default()
+        };
         return Policy {
             file: request.file.clone(),
-            timeout: request.timeout.min(default.timeout),
-            fuel: tighter_limit(request.fuel, default.fuel),
-            memory_bytes: request.memory_bytes,
-            output_bytes: request.output_bytes,
+            caps: request.caps.intersect(&limits),
             missing: request.missing.clone(),
             ..default
         };
     };
-    // The capabilities are request ∩ approval, on path components
-    // (`Capabilities::intersect`, property-tested in toolhost-trust). A granted folder is
-    // the requested one, or an approved folder inside it; one that does not exist stays
-    // in `missing` (requested, not in effect) and is not opened.
-    let granted = request_of(request).intersect(a);
-    let folders = |granted: &[String], requested: &[PathBuf]| -> Vec<PathBuf> {
-        granted
-            .iter()
-            .map(PathBuf::from)
-            .filter(|p| {
-                requested.contains(p)
-                    || (!request.missing.iter().any(|m| &m.path == p) && p.is_dir())
-            })
-            .collect()
+    // The capabilities are request ∩ approval (`Capabilities::intersect`, property-tested
+    // in toolhost-caps): folders on path components, network rules by what they allow.
+    // A granted folder is the requested one, or an approved folder inside it; one that
+    // does not exist stays in `missing` (requested, not in effect) and is not opened.
+    let mut caps = request_of(request).intersect(a);
+    let exists = |f: &Folder, requested: &[Folder]| {
+        requested.contains(f)
+            || (!request.missing.iter().any(|m| f == &m.path) && f.as_path().is_dir())
     };
-    let mib = |m: u64| usize::try_from(m.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
-    let kib = |k: u64| usize::try_from(k.saturating_mul(1024)).unwrap_or(usize::MAX);
+    caps.read.retain(|f| exists(f, &request.caps.read));
+    caps.write.retain(|f| exists(f, &request.caps.write));
     Policy {
         file: request.file.clone(),
-        read: folders(&granted.read, &request.read),
-        write: folders(&granted.write, &request.write),
-        network: request
-            .network
-            .iter()
-            .filter(|r| granted.network.contains(&r.text))
-            .cloned()
-            .collect(),
-        sockets: granted.sockets,
-        env: granted.env,
-        // The keys granted; their values are the operator's, resolved by the loader for
+        caps,
+        // The values of the keys granted are the operator's, resolved by the loader for
         // these keys only (`crate::trust::offer`), never taken from the request.
-        config: granted.config,
         config_values: crate::wasm::config::ConfigValues::default(),
-        timeout: match a.timeout_ms {
-            Some(ms) => request.timeout.min(std::time::Duration::from_millis(ms)),
-            None => request.timeout,
-        },
-        fuel: tighter_limit(request.fuel, a.fuel),
-        memory_bytes: a
-            .memory_mb
-            .map_or(request.memory_bytes, |m| request.memory_bytes.min(mib(m))),
-        output_bytes: a
-            .output_kb
-            .map_or(request.output_bytes, |k| request.output_bytes.min(kib(k))),
         missing: request.missing.clone(),
     }
 }
@@ -159,13 +123,9 @@ pub fn tool_def(spec: &ToolSpec) -> ToolDef {
 /// A tool the request offers nothing is pure compute and runs unapproved. Config keys
 /// are offered to every tool of the plugin, whatever it declares.
 pub fn needs_approval(request: &Policy, spec: &ToolSpec) -> bool {
-    let g = crate::wasm::Grant::effective(request, &spec.permissions);
-    !request.config.is_empty()
-        || !g.read.is_empty()
-        || !g.write.is_empty()
-        || !g.network.is_empty()
-        || g.sockets
-        || !g.env.is_empty()
+    crate::wasm::Grant::effective(request, &spec.permissions)
+        .caps
+        .has_capabilities()
 }
 
 /// The command that approves plugin (or `mcp:SERVER`) `name` of folder `dir`.
@@ -511,7 +471,7 @@ mod tests {
     use super::*;
 
     fn caps(read: &[&Path], write: &[&Path]) -> Capabilities {
-        let s = |v: &[&Path]| v.iter().map(|p| p.display().to_string()).collect();
+        let s = |v: &[&Path]| v.iter().map(|p| Folder::from(*p)).collect();
         Capabilities {
             read: s(read),
             write: s(write),
@@ -539,8 +499,12 @@ mod tests {
         let (data, docs, gone) = (root.join("data"), root.join("data/docs"), root.join("gone"));
         let approved = caps(&[&docs, &gone, &root.join("dat")], &[]);
         let p = effective_policy(&request, Some(&approved));
-        assert_eq!(p.read, vec![docs.clone()], "the narrower approved folder");
-        assert!(p.write.is_empty(), "write was not approved");
+        assert_eq!(
+            p.caps.read,
+            vec![docs.clone()],
+            "the narrower approved folder"
+        );
+        assert!(p.caps.write.is_empty(), "write was not approved");
         assert_eq!(
             p.missing, request.missing,
             "a missing folder is never opened"
@@ -549,15 +513,53 @@ mod tests {
         // Approved wider than requested: the requested folder, no more.
         let approved = caps(&[&root], &[&root]);
         let p = effective_policy(&request, Some(&approved));
-        assert_eq!(p.read, vec![data.clone(), root.join("datax")]);
-        assert_eq!(p.write, vec![root.join("out")]);
+        assert_eq!(p.caps.read, vec![data.clone(), root.join("datax")]);
+        assert_eq!(p.caps.write, vec![root.join("out")]);
 
         // As approved, with a trailing `/`: the same.
         let slash = PathBuf::from(format!("{}/", data.display()));
         let p = effective_policy(&request, Some(&caps(&[&slash], &[])));
-        assert_eq!(p.read, vec![data]);
+        assert_eq!(p.caps.read, vec![data]);
 
         // No approval: no folder at all.
-        assert!(effective_policy(&request, None).read.is_empty());
+        assert!(effective_policy(&request, None).caps.read.is_empty());
+    }
+
+    fn rules(list: &[&str]) -> Vec<toolhost_trust::NetRule> {
+        list.iter()
+            .map(|r| toolhost_trust::NetRule::parse(r).unwrap_or_else(|e| panic!("{r}: {e}")))
+            .collect()
+    }
+
+    #[test]
+    fn the_effective_network_is_what_both_request_and_approval_allow() {
+        let file = std::env::temp_dir().join("p.toml");
+        let request = Policy::parse(
+            "network = [\"https://*.a.example\", \"https://b.example\", \"https://evil.test\"]\n",
+            &file,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let granted = |approved: &[&str]| -> Vec<String> {
+            let approved = Capabilities {
+                network: rules(approved),
+                ..Capabilities::default()
+            };
+            effective_policy(&request, Some(&approved))
+                .caps
+                .network
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        // A wildcard over two requested rules grants them as requested; a rule of another
+        // port grants nothing.
+        assert_eq!(
+            granted(&["https://*.example", "https://evil.test:8443"]),
+            ["https://*.a.example", "https://b.example"]
+        );
+        // One host under a requested wildcard: that host only, never the wildcard.
+        assert_eq!(granted(&["https://x.a.example"]), ["https://x.a.example"]);
+        // A look-alike is not under the wildcard.
+        assert!(granted(&["https://xa.example", "https://a.example"]).is_empty());
     }
 }

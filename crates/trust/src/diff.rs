@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::canon::{ToolDef, canonical_json};
-use crate::capabilities::Capabilities;
+use toolhost_caps::Capabilities;
 
 /// A changed tool.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,9 +6,8 @@
 //! data, with no wasm or MCP dependency, so that it can be tested alone:
 //!
 //! - [`lock`]: the lock file model, loaded with typed errors and saved atomically;
-//! - [`capabilities`]: the capability set of a request or an approval (folders, hosts,
-//!   env names, limits), the "within" relation and the intersection, both on path
-//!   components;
+//! - [`Capabilities`] (crate `toolhost-caps`, re-exported): the capability set of a
+//!   request, an approval or a grant, the "within" relation and the intersection;
 //! - [`canon`]: canonical JSON and the hash of a tool definition;
 //! - [`defs`]: the approved tool definitions kept beside the lock, so a later diff can
 //!   show the old text next to the new;
@@ -18,7 +17,6 @@
 //!   rollback rule of every route).
 
 pub mod canon;
-pub mod capabilities;
 pub mod defs;
 pub mod diff;
 pub mod error;
@@ -27,7 +25,6 @@ pub mod state;
 pub mod version;
 
 pub use canon::{ToolDef, canonical_json};
-pub use capabilities::{Capabilities, tighter_limit};
 pub use defs::DefStore;
 pub use diff::{Diff, ToolChange};
 pub use error::TrustError;
@@ -38,6 +35,7 @@ pub use state::{
     HeldCause, McpToolState, PackageSignature, TrustOptions, TrustState, UpdateRule, evaluate,
     evaluate_mcp_tool,
 };
+pub use toolhost_caps::{Capabilities, Folder, NetRule, tighter_limit};
 pub use version::{Version, VersionChange};
 
 /// Cleans untrusted text for a terminal: every control character (ESC of ANSI/OSC

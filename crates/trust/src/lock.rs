@@ -33,8 +33,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::capabilities::Capabilities;
 use crate::error::TrustError;
+use toolhost_caps::Capabilities;
 
 /// The lock file's name in the plugins folder.
 pub const LOCK_FILE: &str = "toolhost.lock";
@@ -289,5 +289,16 @@ mod tests {
         );
         std::fs::write(&path, "not = [toml").unwrap();
         assert!(matches!(Lock::load(&path), Err(TrustError::Invalid { .. })));
+        // A network rule is parsed when the lock is read: one that is not a rule is an
+        // error naming it, never a string that might match something later.
+        let bad_rule = sample()
+            .to_toml()
+            .replace("network = []", "network = [\"https://a.*.example\"]");
+        std::fs::write(&path, bad_rule).unwrap();
+        let err = Lock::load(&path).unwrap_err();
+        assert!(
+            matches!(err, TrustError::Invalid { .. }) && err.to_string().contains("wildcard"),
+            "{err:?}"
+        );
     }
 }

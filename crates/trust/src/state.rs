@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 
 use crate::canon::ToolDef;
-use crate::capabilities::Capabilities;
 use crate::lock::PluginEntry;
+use toolhost_caps::Capabilities;
 
 /// Which changed plugin files (a digest that differs from the lock's) keep their approval
 /// without being approved again. Code is behaviour: a component approved to read a folder

@@ -20,6 +20,7 @@
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use toolhost_caps::Folder;
 
 /// One granted directory: its path as the policy wrote it and the handle opened at load.
 #[derive(Debug, Clone)]
@@ -63,8 +64,12 @@ impl HeldDirs {
     /// Opens every granted directory now (see the module doc for how). `writable` lists
     /// every folder the plugin's tools may write (the policy's `write`, whatever this one
     /// tool declared): a grant inside one of them is opened without following links.
-    pub fn open(read: &[PathBuf], write: &[PathBuf], writable: &[PathBuf]) -> HeldDirs {
-        let mut all_writable: Vec<PathBuf> = writable.to_vec();
+    pub fn open(read: &[Folder], write: &[Folder], writable: &[Folder]) -> HeldDirs {
+        let paths = |v: &[Folder]| -> Vec<PathBuf> {
+            v.iter().map(|f| f.as_path().to_path_buf()).collect()
+        };
+        let (read, write) = (paths(read), paths(write));
+        let mut all_writable: Vec<PathBuf> = paths(writable);
         all_writable.extend(write.iter().cloned());
         let write_ctx = all_writable.as_slice();
         // Outermost writable folders: not inside any other. Only these are opened by
@@ -106,16 +111,16 @@ impl HeldDirs {
     }
 
     /// Whether these are the handles of exactly these paths.
-    pub(crate) fn holds(&self, read: &[PathBuf], write: &[PathBuf]) -> bool {
+    pub(crate) fn holds(&self, read: &[Folder], write: &[Folder]) -> bool {
         self.read
             .iter()
             .map(HeldDir::path)
-            .eq(read.iter().map(PathBuf::as_path))
+            .eq(read.iter().map(Folder::as_path))
             && self
                 .write
                 .iter()
                 .map(HeldDir::path)
-                .eq(write.iter().map(PathBuf::as_path))
+                .eq(write.iter().map(Folder::as_path))
     }
 }
 
@@ -284,9 +289,9 @@ mod tests {
         std::fs::write(input.join("a.txt"), "a").unwrap();
 
         let held = HeldDirs::open(
-            std::slice::from_ref(&input),
+            &[Folder::from(input.as_path())],
             &[],
-            std::slice::from_ref(&work),
+            &[Folder::from(work.as_path())],
         );
         let p = held.read[0].preopen_path().unwrap();
         // Swap the folder for a symlink to /etc: the held handle still names the old one.
@@ -298,9 +303,9 @@ mod tests {
 
         // A fresh load refuses the planted link instead of following it.
         let again = HeldDirs::open(
-            std::slice::from_ref(&input),
+            &[Folder::from(input.as_path())],
             &[],
-            std::slice::from_ref(&work),
+            &[Folder::from(work.as_path())],
         );
         let e = again.read[0].error().unwrap();
         assert!(e.contains("not a plain directory"), "{e}");

@@ -44,6 +44,7 @@ use toolhost_core::tools::{Capability, Permission};
 use crate::config::ConfigValues;
 use crate::error::PolicyError;
 use crate::net::NetRule;
+use toolhost_caps::{Capabilities, Folder};
 
 /// Default wall-clock deadline of one call.
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
@@ -152,35 +153,19 @@ struct RawPolicy {
     output_kb: Option<u64>,
 }
 
-/// A parsed, checked policy.
+/// A parsed, checked policy: a plugin's request, or (after the trust check) what is in
+/// effect for it. Its capabilities are the one capability type ([`Capabilities`]), with
+/// every limit filled in (the file's value or the host default).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     /// The file it came from (`None` for the default policy).
     pub file: Option<PathBuf>,
-    /// Read-only directories (real paths: absolute, symlinks resolved).
-    pub read: Vec<PathBuf>,
-    /// Read-write directories (real paths: absolute, symlinks resolved).
-    pub write: Vec<PathBuf>,
-    /// The network allowlist.
-    pub network: Vec<NetRule>,
-    /// Whether raw sockets (wasi:sockets TCP) are granted, checked against `network`.
-    pub sockets: bool,
-    /// Names of host environment variables passed in.
-    pub env: Vec<String>,
-    /// The `wasi:config/store` keys asked for (checked by [`crate::config::check_keys`]);
-    /// in an effective policy, the keys granted.
-    pub config: Vec<String>,
+    /// The capabilities and limits: folders (absolute; the ones that exist), network
+    /// rules, sockets, env names, config keys; `timeout_ms`, `memory_mb` and `output_kb`
+    /// always set, `fuel` unset only for a policy built in code (an unmetered call).
+    pub caps: Capabilities,
     /// The operator's values for the granted keys (only those; empty in a request).
     pub config_values: ConfigValues,
-    /// Wall-clock deadline per call.
-    pub timeout: Duration,
-    /// Fuel per call ([`DEFAULT_FUEL`] unless the file sets `fuel`); `None` (only for a
-    /// policy built in code) leaves the call unmetered.
-    pub fuel: Option<u64>,
-    /// Linear-memory cap per call, bytes.
-    pub memory_bytes: usize,
-    /// Cap of captured stdout/stderr, bytes each.
-    pub output_bytes: usize,
     /// Requested folders that do not exist (left out of `read` and `write`): the tools
     /// that need one refuse every call with the fix ([`Self::missing_refusal`]); the
     /// other tools of the plugin are unaffected.
@@ -203,30 +188,49 @@ impl Default for Policy {
     fn default() -> Self {
         Policy {
             file: None,
-            read: Vec::new(),
-            write: Vec::new(),
-            network: Vec::new(),
-            sockets: false,
-            env: Vec::new(),
-            config: Vec::new(),
+            caps: Capabilities {
+                timeout_ms: Some(DEFAULT_TIMEOUT_MS),
+                fuel: Some(DEFAULT_FUEL),
+                memory_mb: Some(DEFAULT_MEMORY_MB),
+                output_kb: Some(DEFAULT_OUTPUT_KB),
+                ..Capabilities::default()
+            },
             config_values: ConfigValues::default(),
-            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
-            fuel: Some(DEFAULT_FUEL),
-            memory_bytes: mib(DEFAULT_MEMORY_MB),
-            output_bytes: kib(DEFAULT_OUTPUT_KB),
             missing: Vec::new(),
         }
     }
 }
 
-fn mib(n: u64) -> usize {
+/// `n` MiB in bytes, saturating.
+pub(crate) fn mib(n: u64) -> usize {
     usize::try_from(n.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
 }
-fn kib(n: u64) -> usize {
+/// `n` KiB in bytes, saturating.
+pub(crate) fn kib(n: u64) -> usize {
     usize::try_from(n.saturating_mul(1024)).unwrap_or(usize::MAX)
 }
 
 impl Policy {
+    /// Wall-clock deadline per call.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.caps.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS))
+    }
+
+    /// Fuel per call; `None` leaves the call unmetered.
+    pub fn fuel(&self) -> Option<u64> {
+        self.caps.fuel
+    }
+
+    /// Linear-memory cap per call, bytes.
+    pub fn memory_bytes(&self) -> usize {
+        mib(self.caps.memory_mb.unwrap_or(DEFAULT_MEMORY_MB))
+    }
+
+    /// Cap of captured stdout/stderr, bytes each.
+    pub fn output_bytes(&self) -> usize {
+        kib(self.caps.output_kb.unwrap_or(DEFAULT_OUTPUT_KB))
+    }
+
     /// The policy file that belongs to a component: `NAME.toml` beside `NAME.wasm`.
     pub fn path_for(wasm: &Path) -> PathBuf {
         wasm.with_extension("toml")
@@ -411,17 +415,19 @@ impl Policy {
         }
         Ok(Policy {
             file: Some(file.to_path_buf()),
-            read,
-            write,
-            network,
-            sockets: raw.sockets,
-            env: raw.env,
-            config: raw.config,
+            caps: Capabilities {
+                read: read.into_iter().map(Folder::from).collect(),
+                write: write.into_iter().map(Folder::from).collect(),
+                network,
+                sockets: raw.sockets,
+                env: raw.env,
+                config: raw.config,
+                timeout_ms: Some(timeout_ms),
+                fuel: Some(raw.fuel.unwrap_or(DEFAULT_FUEL)),
+                memory_mb: Some(memory_mb),
+                output_kb: Some(output_kb),
+            },
             config_values: ConfigValues::default(),
-            timeout: Duration::from_millis(timeout_ms),
-            fuel: Some(raw.fuel.unwrap_or(DEFAULT_FUEL)),
-            memory_bytes: mib(memory_mb),
-            output_bytes: kib(output_kb),
             missing,
         })
     }
@@ -511,9 +517,9 @@ mod tests {
             Path::new("/tmp/a.toml"),
         )
         .unwrap_or_default();
-        assert_eq!(p.fuel, Some(10));
-        assert_eq!(p.memory_bytes, 8 << 20);
-        assert_eq!(p.timeout, Duration::from_millis(200));
+        assert_eq!(p.fuel(), Some(10));
+        assert_eq!(p.memory_bytes(), 8 << 20);
+        assert_eq!(p.timeout(), Duration::from_millis(200));
         assert!(Policy::parse("memory_mb = 0", Path::new("a.toml")).is_err());
         assert!(Policy::parse("network = [\"ftp://x\"]", Path::new("a.toml")).is_err());
     }
@@ -525,8 +531,8 @@ mod tests {
         std::fs::create_dir(root.path().join("out")).unwrap_or_else(|e| panic!("{e}"));
         let p = Policy::parse("read = [\"./gone\"]\nwrite = [\"./out\"]\n", &file)
             .unwrap_or_else(|e| panic!("{e}"));
-        assert!(p.read.is_empty());
-        assert_eq!(p.write.len(), 1);
+        assert!(p.caps.read.is_empty());
+        assert_eq!(p.caps.write.len(), 1);
         assert_eq!(p.missing.len(), 1);
         assert_eq!(p.missing[0].path, root.path().join("gone"));
         // Read needs the missing `read` folder, and so does Write (a Write tool is given
@@ -621,8 +627,10 @@ mod tests {
         let p = Policy::parse_protected("write = [\"./data\"]", &file, &protected)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
-            p.write,
-            [std::fs::canonicalize(&data).unwrap_or_else(|e| panic!("{e}"))]
+            p.caps.write,
+            [Folder::from(
+                std::fs::canonicalize(&data).unwrap_or_else(|e| panic!("{e}"))
+            )]
         );
     }
 }

@@ -26,7 +26,6 @@ use crate::grant::Grant;
 use crate::http_gate::HttpGate;
 use crate::limits::{MemoryLimiter, StopReason};
 use crate::net::NetAllow;
-use crate::policy::Policy;
 use crate::reports::Reports;
 
 /// Denials met during one call, with the policy line that would allow each.
@@ -93,7 +92,6 @@ pub(crate) struct StateSpec<'a> {
     pub tool: Arc<str>,
     pub grant: &'a Grant,
     pub declared_network: bool,
-    pub policy: &'a Policy,
     pub ctx: Option<ToolContext>,
 }
 
@@ -103,11 +101,11 @@ impl HostState {
     pub(crate) fn new(spec: StateSpec<'_>) -> Result<Self, StoreError> {
         let g = spec.grant;
         let denials: Denials = Arc::new(Mutex::new(Vec::new()));
-        let stdout = CappedPipe::new(spec.policy.output_bytes);
-        let stderr = CappedPipe::new(spec.policy.output_bytes);
+        let stdout = CappedPipe::new(g.output_bytes());
+        let stderr = CappedPipe::new(g.output_bytes());
         let mut b = WasiCtxBuilder::new();
         b.stdout(stdout.clone()).stderr(stderr.clone());
-        for name in &g.env {
+        for name in &g.caps.env {
             if let Ok(v) = std::env::var(name) {
                 b.env(name, v);
             }
@@ -115,10 +113,10 @@ impl HostState {
         // The preopens come from the handles opened at load (a Grant built by hand,
         // without them, gets handles opened now, for this call).
         let fresh;
-        let held = if g.held.holds(&g.read, &g.write) {
+        let held = if g.held.holds(&g.caps.read, &g.caps.write) {
             &g.held
         } else {
-            fresh = HeldDirs::open(&g.read, &g.write, &g.write);
+            fresh = HeldDirs::open(&g.caps.read, &g.caps.write, &g.caps.write);
             &fresh
         };
         for (dirs, perms, what) in [
@@ -138,15 +136,15 @@ impl HostState {
                     })?;
             }
         }
-        let allow = NetAllow::new(g.network.clone());
+        let allow = NetAllow::new(g.caps.network.clone());
         let allow_copy = allow.clone();
-        if g.sockets {
+        if g.caps.sockets {
             b.allow_tcp(true)
                 .allow_udp(false)
                 .allow_ip_name_lookup(true);
             let allow = allow.clone();
             let denials = denials.clone();
-            let file = spec.policy.file_name();
+            let file = g.file_name.clone();
             b.socket_addr_check(move |addr: SocketAddr, use_: SocketAddrUse| {
                 let allow = allow.clone();
                 let denials = denials.clone();
@@ -181,10 +179,10 @@ impl HostState {
             gate: HttpGate {
                 allow,
                 declared_network: spec.declared_network,
-                policy_file: spec.policy.file_name(),
+                policy_file: g.file_name.clone(),
                 denials: denials.clone(),
             },
-            limiter: MemoryLimiter::new(spec.policy.memory_bytes),
+            limiter: MemoryLimiter::new(g.memory_bytes()),
             stopped: None,
             deadline: Instant::now(),
             plugin: spec.plugin,

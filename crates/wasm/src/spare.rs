@@ -225,14 +225,14 @@ impl SpareSlot {
             let t0 = Instant::now();
             let built = match plugin.runnable() {
                 Ok((engine, pre)) => {
-                    let deadline = Instant::now() + plugin.policy.timeout;
+                    let deadline = Instant::now() + plugin.policy.timeout();
                     let call = CallSpec {
                         grant: &grant,
                         declared_network,
                         ctx: None,
                         tool: &tool,
-                        timeout: plugin.policy.timeout,
-                        fuel: plugin.policy.fuel,
+                        timeout: plugin.policy.timeout(),
+                        fuel: plugin.policy.fuel(),
                     };
                     prepare_held(&plugin, engine, pre, call, deadline, Some(held))
                         .await
@@ -316,7 +316,7 @@ async fn prepare_held(
         Ok(Ok(i)) => i,
     };
     let fuel_used = match store.get_fuel() {
-        Ok(left) => policy.fuel.unwrap_or(u64::MAX).saturating_sub(left),
+        Ok(left) => policy.fuel().unwrap_or(u64::MAX).saturating_sub(left),
         Err(_) => 0,
     };
     Ok(Spare {

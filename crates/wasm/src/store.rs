@@ -45,7 +45,6 @@ pub(crate) fn new_store(
         tool: Arc::from(call.tool),
         grant: call.grant,
         declared_network: call.declared_network,
-        policy: &inner.policy,
         ctx: call.ctx,
     })?;
     state.deadline = Instant::now() + call.timeout;

@@ -131,7 +131,7 @@ impl WasmTool {
             ));
         }
         let policy = &self.plugin.policy;
-        let timeout = policy.timeout;
+        let timeout = policy.timeout();
         // Errors speak of the registry name (what the caller used); the component gets
         // the name it described.
         let name = &*self.registered;
@@ -149,7 +149,7 @@ impl WasmTool {
         let (mut store, instance) = match self.spare.take(pre) {
             // Built ahead with no call in it: the call's context, deadline and fuel go in.
             Some(spare) => spare
-                .arm(engine, Some(ctx.clone()), policy.fuel, deadline)
+                .arm(engine, Some(ctx.clone()), policy.fuel(), deadline)
                 .map_err(|e| ToolError::failed(name, e.to_string()))?,
             None => {
                 let call = CallSpec {
@@ -158,7 +158,7 @@ impl WasmTool {
                     ctx: Some(ctx.clone()),
                     tool: name,
                     timeout,
-                    fuel: policy.fuel,
+                    fuel: policy.fuel(),
                 };
                 let prepared = tokio::select! {
                     r = prepare(&self.plugin, engine, pre, call, deadline) => r,
@@ -174,7 +174,7 @@ impl WasmTool {
                     }
                     Err(Unprepared::Trap(e, store)) => {
                         store.data().flush_output();
-                        let facts = facts(&store, timeout, policy.fuel, max_stack);
+                        let facts = facts(&store, timeout, policy.fuel(), max_stack);
                         return Err(map_trap(name, &e, facts));
                     }
                     Err(Unprepared::Timeout(store)) => {
@@ -220,7 +220,7 @@ impl WasmTool {
         }
         // The fuel the call used, on the registry's `execute` span (traces).
         if let Ok(left) = store.get_fuel() {
-            let used = policy.fuel.unwrap_or(u64::MAX).saturating_sub(left);
+            let used = policy.fuel().unwrap_or(u64::MAX).saturating_sub(left);
             tracing::Span::current().record("toolhost.wasm.fuel_used", used);
         }
         let denials = store.data().denials();
@@ -235,7 +235,7 @@ impl WasmTool {
             Err(e) => Err(map_trap(
                 name,
                 &e,
-                facts(&store, timeout, policy.fuel, max_stack),
+                facts(&store, timeout, policy.fuel(), max_stack),
             )),
             Ok(Err(guest)) => Err(match guest {
                 bindings::ToolError::InvalidArguments(m) => ToolError::invalid_args(name, m),
@@ -325,7 +325,7 @@ impl BaseTool for WasmTool {
                 path: self.plugin.path.display().to_string(),
             },
             version: None,
-            timeout: Some(self.plugin.policy.timeout + SANDBOX_DEADLINE_MARGIN),
+            timeout: Some(self.plugin.policy.timeout() + SANDBOX_DEADLINE_MARGIN),
             risk: None,
             ..Default::default()
         }

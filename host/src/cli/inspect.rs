@@ -42,13 +42,14 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let policy = plugin.policy();
     // Requested keys, then keys given but not asked for (which the plugin never sees).
     let config_json: Vec<serde_json::Value> = policy
+        .caps
         .config
         .iter()
         .map(|k| (k, true))
         .chain(
             sources
                 .keys()
-                .filter(|k| !policy.config.contains(k))
+                .filter(|k| !policy.caps.config.contains(k))
                 .map(|k| (k, false)),
         )
         .map(|(key, requested)| {
@@ -61,11 +62,11 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let policy_json = serde_json::json!({
         "file": policy.file.as_ref().map(|f| f.display().to_string()),
-        "read": policy.read, "write": policy.write,
-        "network": policy.network.iter().map(|r| r.text.clone()).collect::<Vec<_>>(),
-        "sockets": policy.sockets, "env": policy.env, "config": policy.config,
-        "timeout_ms": policy.timeout.as_millis() as u64, "fuel": policy.fuel,
-        "memory_mb": policy.memory_bytes >> 20, "output_kb": policy.output_bytes >> 10,
+        "read": policy.caps.read, "write": policy.caps.write,
+        "network": policy.caps.network,
+        "sockets": policy.caps.sockets, "env": policy.caps.env, "config": policy.caps.config,
+        "timeout_ms": policy.caps.timeout_ms, "fuel": policy.caps.fuel,
+        "memory_mb": policy.caps.memory_mb, "output_kb": policy.caps.output_kb,
     });
     let tools: Vec<_> = plugin
         .tools()
@@ -78,9 +79,8 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
                 "permissions": s.permissions.iter().map(|p| p.as_str().to_string()).collect::<Vec<_>>(),
                 "tags": s.tags,
                 "grant": {
-                    "read": g.read, "write": g.write,
-                    "network": g.network.iter().map(|r| r.text.clone()).collect::<Vec<_>>(),
-                    "sockets": g.sockets, "env": g.env, "withheld": g.withheld,
+                    "read": g.caps.read, "write": g.caps.write, "network": g.caps.network,
+                    "sockets": g.caps.sockets, "env": g.caps.env, "withheld": g.withheld,
                 },
             })
         })

@@ -94,6 +94,7 @@ fn resolve_config(
         return Ok(ConfigValues::default());
     };
     policy
+        .caps
         .config
         .iter()
         .filter_map(|key| sources.get(key).map(|s| (key, s)))

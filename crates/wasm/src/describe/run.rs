@@ -119,7 +119,7 @@ pub(crate) async fn run_describe(
     let (engine, pre) = inner
         .runnable()
         .map_err(|e| DescribeFailure::Other(e.to_string()))?;
-    let grant = Grant::default();
+    let grant = Grant::nothing(&inner.policy);
     let mut store = new_store(
         inner,
         engine,

@@ -141,9 +141,9 @@ pub(crate) fn permissions_from_imports<'a>(
 /// the approved grant): the part of `possible` the policy offers something for.
 pub(crate) fn declared(policy: &crate::policy::Policy, possible: &[Permission]) -> Vec<Permission> {
     let wants = |p: &Permission| match p {
-        Permission::Read => !policy.read.is_empty(),
-        Permission::Write => !policy.write.is_empty(),
-        Permission::Network => !policy.network.is_empty() || policy.sockets,
+        Permission::Read => !policy.caps.read.is_empty(),
+        Permission::Write => !policy.caps.write.is_empty(),
+        Permission::Network => !policy.caps.network.is_empty() || policy.caps.sockets,
         _ => false,
     };
     possible.iter().filter(|p| wants(p)).cloned().collect()

@@ -1,6 +1,8 @@
 //! [`Capabilities`]: the capabilities and limits of a plugin, as the plugin requests them
-//! (from its `NAME.toml`) or as the operator approved them (in the lock), and the two
-//! relations the trust model rests on (docs/trust.md):
+//! (from its `NAME.toml`), as the operator approved them (in the lock) and as they are in
+//! effect (the policy a plugin is loaded with, of which each tool's grant is the part its
+//! declared permissions unlock). One type for all of them, and the two relations the
+//! trust model rests on (docs/trust.md):
 //!
 //! - **within**: a request is within an approval when every folder it asks for lies inside
 //!   a folder of the same kind that was approved (a read folder may also lie inside an
@@ -10,15 +12,15 @@
 //!   a granted folder is the requested one when an approved folder holds it, or the
 //!   approved one when it lies inside the requested one.
 //!
-//! A folder grants everything below it, so both relations compare folders **by path
-//! components**, never as strings: `/data/bc` is not inside `/data/b`, and `/data/b/` is
-//! `/data/b`. Folders are absolute, normalised paths; network entries are allowlist rules
-//! compared as written (`scheme://host[:port]`); limits are the values in force (the host
-//! fills in its defaults, so a request and an approval compare value by value).
-
-use std::path::Path;
+//! Folders compare **by path components** ([`Folder::inside`]); network rules by the
+//! requests they allow ([`NetRule::within`], [`NetRule::intersect`]); env names and config
+//! keys by name; limits are the values in force (the host fills in its defaults, so a
+//! request and an approval compare value by value).
 
 use serde::{Deserialize, Serialize};
+
+use crate::folder::Folder;
+use crate::net::NetRule;
 
 /// Capabilities and limits: a plugin's request, or the operator's approval of one.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,13 +28,13 @@ use serde::{Deserialize, Serialize};
 pub struct Capabilities {
     /// Read-only folders.
     #[serde(default)]
-    pub read: Vec<String>,
+    pub read: Vec<Folder>,
     /// Read-write folders.
     #[serde(default)]
-    pub write: Vec<String>,
+    pub write: Vec<Folder>,
     /// Network allowlist rules.
     #[serde(default)]
-    pub network: Vec<String>,
+    pub network: Vec<NetRule>,
     /// Raw TCP sockets to the allowlisted hosts.
     #[serde(default)]
     pub sockets: bool,
@@ -99,20 +101,24 @@ impl Capabilities {
     /// `memory_mb 64 (approved 32)`).
     pub fn excess(&self, approved: &Capabilities) -> Vec<String> {
         let mut out = Vec::new();
-        let approved_read: Vec<&String> = approved.read.iter().chain(&approved.write).collect();
-        let approved_write: Vec<&String> = approved.write.iter().collect();
+        let approved_read: Vec<&Folder> = approved.read.iter().chain(&approved.write).collect();
+        let approved_write: Vec<&Folder> = approved.write.iter().collect();
         for (key, mine, theirs) in [
             ("read", &self.read, &approved_read),
             ("write", &self.write, &approved_write),
         ] {
             for folder in mine {
-                if !theirs.iter().any(|a| folder_inside(folder, a)) {
+                if !theirs.iter().any(|a| folder.inside(a)) {
                     out.push(format!("{key} {folder}"));
                 }
             }
         }
+        for rule in &self.network {
+            if !approved.network.iter().any(|a| rule.within(a)) {
+                out.push(format!("network {rule}"));
+            }
+        }
         for (key, mine, theirs) in [
-            ("network", &self.network, &approved.network),
             ("env", &self.env, &approved.env),
             ("config", &self.config, &approved.config),
         ] {
@@ -141,11 +147,12 @@ impl Capabilities {
     /// wider than either side ([`Capabilities::within`] both), folders compared on path
     /// components: a requested folder inside an approved one stays as requested; an
     /// approved folder inside a requested one is granted instead (narrower); unrelated
-    /// folders are dropped. Rules, env names and config keys are kept when both sides name them,
-    /// sockets when both allow them, each limit is the tighter one.
+    /// folders are dropped. A network rule is the narrower of each related pair
+    /// ([`NetRule::intersect`]); env names and config keys are kept when both sides name
+    /// them, sockets when both allow them, each limit is the tighter one.
     pub fn intersect(&self, approved: &Capabilities) -> Capabilities {
-        let approved_read: Vec<&String> = approved.read.iter().chain(&approved.write).collect();
-        let approved_write: Vec<&String> = approved.write.iter().collect();
+        let approved_read: Vec<&Folder> = approved.read.iter().chain(&approved.write).collect();
+        let approved_write: Vec<&Folder> = approved.write.iter().collect();
         let both = |mine: &[String], theirs: &[String]| -> Vec<String> {
             mine.iter()
                 .filter(|i| theirs.contains(i))
@@ -155,7 +162,7 @@ impl Capabilities {
         Capabilities {
             read: folders_in_both(&self.read, &approved_read),
             write: folders_in_both(&self.write, &approved_write),
-            network: both(&self.network, &approved.network),
+            network: rules_in_both(&self.network, &approved.network),
             sockets: self.sockets && approved.sockets,
             env: both(&self.env, &approved.env),
             config: both(&self.config, &approved.config),
@@ -178,13 +185,11 @@ impl Capabilities {
     /// The grant as lines (`read /x`, `memory_mb 32`, ...), for showing and diffing.
     pub fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for (key, list) in [
-            ("read", &self.read),
-            ("write", &self.write),
-            ("network", &self.network),
-            ("env", &self.env),
-            ("config", &self.config),
-        ] {
+        for (key, list) in [("read", &self.read), ("write", &self.write)] {
+            out.extend(list.iter().map(|f| format!("{key} {f}")));
+        }
+        out.extend(self.network.iter().map(|r| format!("network {r}")));
+        for (key, list) in [("env", &self.env), ("config", &self.config)] {
             out.extend(list.iter().map(|i| format!("{key} {i}")));
         }
         if self.sockets {
@@ -199,32 +204,48 @@ impl Capabilities {
     }
 }
 
-/// Whether folder `inner` lies inside folder `outer` or is it, on path components (so
-/// `/a/bc` is not inside `/a/b`, and a trailing `/` changes nothing). Relative paths
-/// never count as inside an absolute one.
+/// Whether folder `inner` lies inside folder `outer` or is it, on path components (see
+/// [`Folder::inside`]), for paths held as text.
 pub fn folder_inside(inner: &str, outer: &str) -> bool {
-    Path::new(inner).starts_with(Path::new(outer))
+    Folder::from(inner).inside(&Folder::from(outer))
 }
 
 /// The folders both sides grant: each of `mine` held by one of `theirs`, and each of
 /// `theirs` inside one of `mine` (the narrower of each related pair), without
 /// duplicates and without a folder already inside another kept one.
-fn folders_in_both(mine: &[String], theirs: &[&String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut keep = |f: &String| {
-        if !out.iter().any(|o| folder_inside(f, o)) {
-            out.retain(|o| !folder_inside(o, f));
+fn folders_in_both(mine: &[Folder], theirs: &[&Folder]) -> Vec<Folder> {
+    let mut out: Vec<Folder> = Vec::new();
+    let mut keep = |f: &Folder| {
+        if !out.iter().any(|o| f.inside(o)) {
+            out.retain(|o| !o.inside(f));
             out.push(f.clone());
         }
     };
     for m in mine {
-        if theirs.iter().any(|t| folder_inside(m, t)) {
+        if theirs.iter().any(|t| m.inside(t)) {
             keep(m);
         }
     }
     for t in theirs {
-        if mine.iter().any(|m| folder_inside(t, m)) {
+        if mine.iter().any(|m| t.inside(m)) {
             keep(t);
+        }
+    }
+    out
+}
+
+/// The rules both sides allow: the intersection of each related pair, without one
+/// already within another kept rule.
+fn rules_in_both(mine: &[NetRule], theirs: &[NetRule]) -> Vec<NetRule> {
+    let mut out: Vec<NetRule> = Vec::new();
+    for m in mine {
+        for t in theirs {
+            if let Some(r) = m.intersect(t)
+                && !out.iter().any(|o| r.within(o))
+            {
+                out.retain(|o| !o.within(&r));
+                out.push(r);
+            }
         }
     }
     out
@@ -238,6 +259,16 @@ fn show_limit(v: Option<u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rules(list: &[&str]) -> Vec<NetRule> {
+        list.iter()
+            .map(|r| NetRule::parse(r).unwrap_or_else(|e| panic!("{r}: {e}")))
+            .collect()
+    }
+
+    fn folders(list: &[&str]) -> Vec<Folder> {
+        list.iter().map(|f| Folder::from(*f)).collect()
+    }
 
     #[test]
     fn the_tighter_limit_is_within_both() {
@@ -260,7 +291,7 @@ mod tests {
     fn within_checks_lists_sockets_and_limits() {
         let approved = Capabilities {
             read: vec!["/data".into()],
-            network: vec!["https://example.com".into()],
+            network: rules(&["https://example.com"]),
             memory_mb: Some(32),
             timeout_ms: Some(1000),
             ..Capabilities::default()
@@ -315,7 +346,7 @@ mod tests {
         let request = Capabilities {
             read: vec!["/data".into(), "/etc".into()],
             write: vec!["/out/logs".into()],
-            network: vec!["https://a.example".into(), "https://b.example".into()],
+            network: rules(&["https://a.example", "https://b.example"]),
             env: vec!["HOME".into()],
             sockets: true,
             ..Capabilities::default()
@@ -323,17 +354,14 @@ mod tests {
         let approved = Capabilities {
             read: vec!["/data/docs".into(), "/data/pics".into(), "/et".into()],
             write: vec!["/out".into()],
-            network: vec!["https://a.example".into()],
+            network: rules(&["https://a.example"]),
             memory_mb: Some(32),
             ..Capabilities::default()
         };
         let got = request.intersect(&approved);
-        assert_eq!(
-            got.read,
-            vec!["/data/docs".to_string(), "/data/pics".into()]
-        );
-        assert_eq!(got.write, vec!["/out/logs".to_string()]);
-        assert_eq!(got.network, vec!["https://a.example".to_string()]);
+        assert_eq!(got.read, folders(&["/data/docs", "/data/pics"]));
+        assert_eq!(got.write, folders(&["/out/logs"]));
+        assert_eq!(got.network, rules(&["https://a.example"]));
         assert!(got.env.is_empty() && !got.sockets);
         assert_eq!(got.memory_mb, Some(32));
         // A read request inside an approved write folder is within the approval.
@@ -365,13 +393,17 @@ mod tests {
         /// Folders from a small vocabulary, so that pairs are often related: equal,
         /// nested, string prefixes of each other (`/a/b`, `/a/bc`), with and without a
         /// trailing `/`.
-        fn folder() -> impl Strategy<Value = String> {
+        fn folder() -> impl Strategy<Value = Folder> {
             (
                 prop::collection::vec(prop::sample::select(vec!["a", "b", "bc", "ab"]), 1..4),
                 any::<bool>(),
             )
                 .prop_map(|(parts, slash)| {
-                    format!("/{}{}", parts.join("/"), if slash { "/" } else { "" })
+                    Folder::from(format!(
+                        "/{}{}",
+                        parts.join("/"),
+                        if slash { "/" } else { "" }
+                    ))
                 })
         }
 
@@ -384,10 +416,22 @@ mod tests {
                 prop::collection::vec(prop::sample::select(vec!["x", "y", "z"]), 0..3)
                     .prop_map(|v| v.into_iter().map(String::from).collect::<Vec<_>>())
             };
+            let network = prop::collection::vec(
+                prop::sample::select(vec![
+                    "https://example",
+                    "https://a.example",
+                    "https://*.example",
+                    "https://*.a.example",
+                    "http://a.example",
+                    "https://a.example:8443",
+                ]),
+                0..3,
+            )
+            .prop_map(|v| rules(&v));
             (
                 prop::collection::vec(folder(), 0..4),
                 prop::collection::vec(folder(), 0..3),
-                names(),
+                network,
                 (names(), names()),
                 any::<bool>(),
                 (limit(), limit(), limit(), limit()),
@@ -409,8 +453,13 @@ mod tests {
         }
 
         /// Whether every folder of `a` lies inside one of `b`.
-        fn covered(a: &[String], b: &[String]) -> bool {
-            a.iter().all(|x| b.iter().any(|y| folder_inside(x, y)))
+        fn covered(a: &[Folder], b: &[Folder]) -> bool {
+            a.iter().all(|x| b.iter().any(|y| x.inside(y)))
+        }
+
+        /// Whether every rule of `a` is within one of `b`.
+        fn allowed(a: &[NetRule], b: &[NetRule]) -> bool {
+            a.iter().all(|x| b.iter().any(|y| x.within(y)))
         }
 
         proptest! {
@@ -434,7 +483,7 @@ mod tests {
                 if request.within(&approved) {
                     prop_assert!(covered(&request.read, &got.read), "{got:?}");
                     prop_assert!(covered(&request.write, &got.write), "{got:?}");
-                    prop_assert_eq!(&got.network, &request.network);
+                    prop_assert!(allowed(&request.network, &got.network), "{got:?}");
                     prop_assert_eq!(&got.env, &request.env);
                     prop_assert_eq!(&got.config, &request.config);
                     prop_assert_eq!(got.sockets, request.sockets);
@@ -447,9 +496,10 @@ mod tests {
 
             #[test]
             fn inside_is_component_wise(a in folder(), b in folder()) {
-                let expected = std::path::Path::new(&a).components().count() >= std::path::Path::new(&b).components().count()
-                    && std::path::Path::new(&a).components().zip(std::path::Path::new(&b).components()).all(|(x, y)| x == y);
-                prop_assert_eq!(folder_inside(&a, &b), expected);
+                let (a, b) = (a.as_path(), b.as_path());
+                let expected = a.components().count() >= b.components().count()
+                    && a.components().zip(b.components()).all(|(x, y)| x == y);
+                prop_assert_eq!(Folder::from(a).inside(&Folder::from(b)), expected);
             }
         }
     }
