@@ -21,7 +21,8 @@ use crate::config::HostConfig;
 use crate::loader::{LoadProblem, LoadProgress, NoProgress};
 use crate::tools::ToolRegistry;
 use crate::trust::LoadRules;
-use crate::trust::{LoadedFolder, PluginTrust};
+use crate::trust::{LoadedFolder, McpWithheld, PluginTrust};
+use crate::wasm::folder::FolderSet;
 use crate::wasm::{EngineError, EngineOptions, WasmEngine};
 
 /// One toolhost instance: its wasm engine and protected paths. Cheap to clone (the clones
@@ -117,6 +118,59 @@ impl Host {
         progress: &dyn LoadProgress,
     ) -> LoadedFolder {
         crate::trust::load_folder_with(self, registry, dir, rules, progress).await
+    }
+}
+
+/// Everything one load ([`Host::load`]) produced: what was decided per plugin and per MCP
+/// tool, the problems met, and what `serve` goes on from (the MCP clients for its gateway,
+/// the plugins registered for live reload).
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The trust decision per plugin.
+    pub plugins: Vec<PluginTrust>,
+    /// The plugins registered (for live reload, [`crate::reload`], to go on from).
+    pub folder: FolderSet,
+    /// The problems met: bad plugins, a bad lock, MCP servers or tools that did not load.
+    pub problems: Vec<LoadProblem>,
+    /// MCP tools not offered (not approved, or changed since approval).
+    pub mcp_withheld: Vec<McpWithheld>,
+    /// Enabled MCP servers that did not connect.
+    pub mcp_down: Vec<String>,
+    /// Those of `mcp_down` that refused their credential (HTTP 401).
+    pub mcp_unauthorized: Vec<String>,
+    /// The MCP servers connected.
+    pub mcp_clients: Vec<crate::mcp::McpClient>,
+}
+
+impl Host {
+    /// Loads the plugins folder `dir` (under its lock, as [`Host::load_folder`]) and then
+    /// the MCP servers of `config`, their tools pinned by the same lock (read once, see
+    /// [`crate::trust::connect_mcp`]), into `registry`. Plugins come first, so a plugin
+    /// keeps a tool name an MCP server also offers (the server's tool becomes
+    /// `server__tool`), whatever finishes first. Problems with single plugins or servers
+    /// are reported; the rest loads.
+    pub async fn load(
+        &self,
+        registry: &ToolRegistry,
+        dir: &Path,
+        config: &HostConfig,
+        progress: &dyn LoadProgress,
+    ) -> Loaded {
+        let folder = self
+            .load_folder(registry, dir, &config.load_rules(), progress)
+            .await;
+        let mut problems = folder.problems;
+        let mcp = crate::trust::connect_mcp(registry, config, &folder.lock).await;
+        problems.extend(mcp.problems);
+        Loaded {
+            plugins: folder.reports,
+            folder: folder.set,
+            problems,
+            mcp_withheld: mcp.withheld,
+            mcp_down: mcp.down,
+            mcp_unauthorized: mcp.unauthorized,
+            mcp_clients: mcp.clients,
+        }
     }
 }
 

@@ -1,16 +1,10 @@
-//! Wiring: builds a [`ToolRegistry`] from a plugins folder and a host config.
-//!
-//! The types a load reports with ([`LoadProblem`], [`LoadEvent`], [`LoadProgress`]);
-//! loading a plugins folder itself is [`crate::host::Host::load_folder`] (see
-//! [`crate::trust`]);
-//! `connect_mcp` connects the configured MCP servers. [`LoadEvent`]s report the progress
-//! of a folder load (which component is compiling, how many of how many are done), for a
-//! progress bar or logs.
+//! The types a load reports with ([`LoadProblem`], [`LoadEvent`], [`LoadProgress`]).
+//! Loading itself is [`crate::host::Host::load`]: the plugins folder under its lock (see
+//! [`crate::trust`]), then the configured MCP servers pinned by the same lock.
+//! [`LoadEvent`]s report the progress of a folder load (which component is compiling, how
+//! many of how many are done), for a progress bar or logs.
 
 use std::time::Duration;
-
-use crate::config::HostConfig;
-use crate::tools::ToolRegistry;
 
 /// One problem met while loading (a bad plugin, an unreachable server). Loading goes on.
 #[derive(Debug, Clone)]
@@ -89,14 +83,6 @@ pub fn plugin_problem(e: &crate::wasm::PluginError) -> LoadProblem {
         .map(str::to_string)
         .unwrap_or(text);
     LoadProblem { source, message }
-}
-
-/// Connects the MCP servers of `config` and registers their tools (a name already taken
-/// becomes `server__tool`). A server that cannot be reached is a problem, not a failure:
-/// the others load. The clients live as long as their tools stay registered.
-pub async fn connect_mcp(registry: &ToolRegistry, config: &HostConfig) -> Vec<LoadProblem> {
-    let (_clients, problems) = crate::mcp::config::connect_all(registry, &config.mcp).await;
-    problems.iter().map(mcp_problem).collect()
 }
 
 /// A [`LoadProblem`] from an MCP server that (or one of whose tools) did not load.

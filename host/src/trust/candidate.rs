@@ -4,11 +4,25 @@
 
 use std::path::Path;
 
-use toolhost_trust::{Capabilities, DefStore, Diff, PluginEntry, ToolDef};
+use toolhost_trust::{Capabilities, DefStore, Diff, PluginEntry, ToolDef, TrustError};
 
 use super::{effective_policy, request_of, tool_def};
 use crate::host::Host;
-use crate::wasm::{Plugin, Policy};
+use crate::wasm::{Plugin, PluginError, Policy, PolicyError};
+
+/// Why a plugin file cannot be shown for approval, or its approval not written.
+#[derive(Debug, thiserror::Error)]
+pub enum CandidateError {
+    /// Its request file (`NAME.toml`) is not a valid request.
+    #[error(transparent)]
+    Request(#[from] PolicyError),
+    /// The component did not load or describe itself.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    /// A tool definition could not be kept beside the lock.
+    #[error(transparent)]
+    Defs(#[from] TrustError),
+}
 
 /// A plugin file as `approve` and `install` present it: its request, digest and tools.
 #[derive(Debug)]
@@ -26,7 +40,7 @@ pub struct Candidate {
 impl Candidate {
     /// Loads `wasm` (with its `NAME.toml`, if any) on `host` with no capability and
     /// describes it. Nothing is written.
-    pub async fn load(host: &Host, name: &str, wasm: &Path) -> anyhow::Result<Candidate> {
+    pub async fn load(host: &Host, name: &str, wasm: &Path) -> Result<Candidate, CandidateError> {
         let request = Policy::for_component_protected(wasm, &host.engine().protected_paths())?;
         Self::load_with_request(host, name, wasm, &request).await
     }
@@ -38,7 +52,7 @@ impl Candidate {
         name: &str,
         wasm: &Path,
         request: &Policy,
-    ) -> anyhow::Result<Candidate> {
+    ) -> Result<Candidate, CandidateError> {
         let plugin = Plugin::load_with_request(
             host.engine(),
             wasm,
@@ -112,7 +126,7 @@ impl Candidate {
         signer: Option<String>,
         version: Option<toolhost_trust::Version>,
         store: &DefStore,
-    ) -> anyhow::Result<PluginEntry> {
+    ) -> Result<PluginEntry, CandidateError> {
         for t in &self.tools {
             store.save(t)?;
         }

@@ -1,5 +1,5 @@
 //! The gateway against a hostile wrapped server (`fixtures/gateway_hostile.cjs`) beside a
-//! good one (the conformance fixture, `host/tests/fixtures/suite_server.cjs`), both real
+//! good one (the conformance fixture, `cli/tests/fixtures/suite_server.cjs`), both real
 //! node processes, served by a real `McpServer` over HTTP to a real rmcp client.
 //!
 //! The hostile server lists resources forever, takes the good server's URI and prompt
@@ -103,7 +103,7 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
     let good = node_client(
         &suite,
         "good",
-        toolhost_testkit::workspace_root().join("host/tests/fixtures/suite_server.cjs"),
+        toolhost_testkit::workspace_root().join("cli/tests/fixtures/suite_server.cjs"),
     );
     let evil = node_client(
         &suite,

@@ -3,7 +3,7 @@
 //! metadata whose issuer or endpoints leave that origin is refused before anything is
 //! registered or any browser is sent anywhere; then the same server with metadata that
 //! stays on its origin gets past discovery. The good end-to-end login is the
-//! conformance suite's `auth/2025-03-26-oauth-metadata-backcompat` (host/tests/conformance.rs).
+//! conformance suite's `auth/2025-03-26-oauth-metadata-backcompat` (cli/tests/all/conformance.rs).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -18,7 +18,7 @@
 //!
 //! Needs `cargo xtask plugins` (target/plugins/calc.wasm) and `cargo xtask peers`
 //! (server-everything); a missing one is reported and its rows are skipped.
-//! Run: `cargo bench -p toolhost --bench http_throughput` (optionally `-- SECONDS` for the
+//! Run: `cargo bench -p toolhost-cli --bench http_throughput` (optionally `-- SECONDS` for the
 //! measured window of each setting, default 5).
 
 use std::net::SocketAddr;

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use anyhow::Context;
 use toolhost::Host;
 use toolhost::config::HostConfig;
+use toolhost::host::Loaded;
 use toolhost::loader::{LoadProblem, LoadProgress};
 use toolhost::tools::ToolRegistry;
-use toolhost::trust::{McpWithheld, PluginTrust, approve_hint, clean, connect_mcp};
-use toolhost_trust::{Lock, McpToolState};
+use toolhost::trust::{approve_hint, clean};
+use toolhost_trust::McpToolState;
 
 use super::HostArgs;
 
@@ -86,70 +87,44 @@ pub async fn build_registry(args: &HostArgs) -> anyhow::Result<(ToolRegistry, Ve
     Ok((registry, problems))
 }
 
-/// The trust decisions of a load: per plugin, and the withheld MCP tools.
-#[derive(Debug, Default)]
-pub struct TrustReport {
-    /// Per plugin.
-    pub plugins: Vec<PluginTrust>,
-    /// MCP tools not offered.
-    pub mcp: Vec<McpWithheld>,
-    /// Enabled MCP servers that did not connect (their problems are in the warnings).
-    pub mcp_down: Vec<String>,
-    /// Those of `mcp_down` that refused their credential (HTTP 401).
-    pub mcp_unauthorized: Vec<String>,
-    /// The MCP servers connected (for the gateway of `serve`).
-    pub mcp_clients: Vec<toolhost::mcp::McpClient>,
-    /// The plugins registered (for live reload to go on from).
-    pub folder: toolhost::wasm::folder::FolderSet,
-}
-
 /// [`build_registry`], also returning the trust decisions. Held plugins and withheld
 /// tools are warned about with the command that approves them. Loads everything before
 /// it returns, with a progress bar on a terminal when compiling takes a while.
 pub async fn build_registry_with_trust(
     args: &HostArgs,
-) -> anyhow::Result<(ToolRegistry, Vec<LoadProblem>, TrustReport)> {
+) -> anyhow::Result<(ToolRegistry, Vec<LoadProblem>, Loaded)> {
     let config = load_config(args)?;
     let host = host(args, &config, false)?;
     let registry = new_registry(args, &config)?;
     let progress = super::progress::Bar::for_stderr();
-    let (problems, report) = load_all(&host, &registry, args, &config, &progress).await;
-    Ok((registry, problems, report))
+    let mut loaded = load_all(&host, &registry, args, &config, &progress).await;
+    let problems = std::mem::take(&mut loaded.problems);
+    Ok((registry, problems, loaded))
 }
 
-/// Loads the plugins folder on `host` (under the lock, see [`Host::load_folder`]) and then the
-/// config's MCP servers into `registry`, and prints the warnings: problems with single
-/// plugins or servers, held plugins, withheld tools (with the command that approves
-/// them). Plugins come first, so a plugin keeps a tool name an MCP server also offers
-/// (the server's tool becomes `server__tool`), whatever finishes first.
+/// Loads the plugins folder and the config's MCP servers into `registry`
+/// ([`Host::load`]) and prints the warnings: problems with single plugins or servers,
+/// held plugins, withheld tools (with the command that approves them).
 pub async fn load_all(
     host: &Host,
     registry: &ToolRegistry,
     args: &HostArgs,
     config: &HostConfig,
     progress: &dyn LoadProgress,
-) -> (Vec<LoadProblem>, TrustReport) {
+) -> Loaded {
     let dir = plugins_dir(args, config);
-    let loaded = host
-        .load_folder(registry, &dir, &config.load_rules(), progress)
-        .await;
-    let (plugins, folder, mut problems) = (loaded.reports, loaded.set, loaded.problems);
-    // A bad lock was reported by load_plugins; MCP tools then have no pins.
-    let lock = Lock::load(&Lock::path_in(&dir)).unwrap_or_default();
-    let loaded = connect_mcp(registry, config, &lock).await;
-    let (mcp, mcp_problems) = (loaded.withheld, loaded.problems);
-    problems.extend(mcp_problems);
-    for p in &problems {
+    let loaded = host.load(registry, &dir, config, progress).await;
+    for p in &loaded.problems {
         eprintln!(
             "warning: {}: {}",
             super::term::cell(&p.source),
             super::term::text(&p.message)
         );
     }
-    for w in plugins.iter().filter_map(|t| t.warning(&dir)) {
+    for w in loaded.plugins.iter().filter_map(|t| t.warning(&dir)) {
         eprintln!("warning: {w}");
     }
-    for w in &mcp {
+    for w in &loaded.mcp_withheld {
         let why = match w.state {
             McpToolState::Changed => "its definition changed since approval",
             _ => "it is not approved (require_approval = \"all\")",
@@ -161,17 +136,7 @@ pub async fn load_all(
             approve_hint(&format!("mcp:{}", w.server), &dir)
         );
     }
-    (
-        problems,
-        TrustReport {
-            plugins,
-            mcp,
-            mcp_down: loaded.down,
-            mcp_unauthorized: loaded.unauthorized,
-            mcp_clients: loaded.clients,
-            folder,
-        },
-    )
+    loaded
 }
 
 /// Checks a plugin name given on the command line: a file stem, no path.

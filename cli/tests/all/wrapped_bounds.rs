@@ -34,7 +34,7 @@ impl Work {
     fn new(python: &Path, mode: &str, extra: &str) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("plugins")).unwrap();
-        let script = toolhost_testkit::workspace_root().join("host/tests/fixtures/flood_server.py");
+        let script = toolhost_testkit::workspace_root().join("cli/tests/fixtures/flood_server.py");
         let pages = tmp.path().join("pages.txt");
         std::fs::write(
             tmp.path().join("toolhost.toml"),

@@ -3,7 +3,7 @@
 //! - over the example plugins (`$TOOLHOST_TEST_PLUGINS`): no error, every plugin read;
 //! - over a hostile load: a real component whose description hides ANSI/bidi escapes
 //!   (`tests/fixtures/hostile_term`), a real component squatting calc's `add`
-//!   (`tests/fixtures/aaa_shadow`), a real MCP server (`host/tests/fixtures/desc_server.py`,
+//!   (`tests/fixtures/aaa_shadow`), a real MCP server (`cli/tests/fixtures/desc_server.py`,
 //!   Python `mcp`) whose description carries instructions to the model, a secret path, an
 //!   exfiltration link and zero-width and tag characters and which lists a tool imitating
 //!   calc's `multiply` (`mu1tiply` and a zero-width space), and a server that does not
@@ -102,7 +102,7 @@ fn desc_server(name: &str, python: &Path, desc: &Path) -> String {
 
 /// [`desc_server`] with `env` (TOML `KEY = "VALUE", `) added to the server's environment.
 fn desc_server_with(name: &str, python: &Path, desc: &Path, env: &str) -> String {
-    let script = toolhost_testkit::workspace_root().join("host/tests/fixtures/desc_server.py");
+    let script = toolhost_testkit::workspace_root().join("cli/tests/fixtures/desc_server.py");
     format!(
         "[mcp.servers.{name}]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ {env}TOOLHOST_TEST_DESC_FILE = {:?} }}\ntimeout_secs = 30\npermissions = [\"read\"]\n",
         python.display().to_string(),

@@ -8,7 +8,7 @@
 //! - machine clients: a token endpoint that answers without a token fails the connection
 //!   with a clear error; the good one gives a token and the call answers.
 //!
-//! The good logins themselves are the conformance suite's (host/tests/conformance.rs).
+//! The good logins themselves are the conformance suite's (cli/tests/all/conformance.rs).
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

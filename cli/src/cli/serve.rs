@@ -335,8 +335,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let t0 = std::time::Instant::now();
         tracing::info!("loading the plugins and MCP servers in the background");
         let progress = toolhost::admin::LoadMetrics { next: &NoProgress };
-        let (problems, report) =
-            super::common::load_all(&th, &background, &host, &config, &progress).await;
+        let report = super::common::load_all(&th, &background, &host, &config, &progress).await;
+        let problems = &report.problems;
         let enabled = config.mcp.servers.values().filter(|s| !s.disabled).count();
         toolhost::admin::record_upstreams(
             enabled.saturating_sub(report.mcp_down.len()),

@@ -142,7 +142,8 @@ async fn plugin_subjects(host: &toolhost::Host, dir: &Path) -> anyhow::Result<Ve
             let source = format!("plugin:{name}");
             let result = Candidate::load(host, &name, &wasm)
                 .await
-                .map(|cand| subjects(&source, &cand.tools));
+                .map(|cand| subjects(&source, &cand.tools))
+                .map_err(anyhow::Error::from);
             Loaded {
                 source,
                 result,

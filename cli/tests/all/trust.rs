@@ -539,7 +539,7 @@ fn a_changed_mcp_tool_description_is_withheld_and_flagged() {
     let f = Folder::new();
     let desc = f.path().join("desc.txt");
     std::fs::write(&desc, "Looks a word up in the dictionary.").unwrap();
-    let script = toolhost_testkit::workspace_root().join("host/tests/fixtures/desc_server.py");
+    let script = toolhost_testkit::workspace_root().join("cli/tests/fixtures/desc_server.py");
     let server = |name: &str| {
         format!(
             // The operator rates the server's tools (unrated MCP tools need an approval).
@@ -623,7 +623,7 @@ fn every_shown_field_of_an_mcp_tool_is_pinned_by_approval() {
     let Some(python) = python() else { return };
     let f = Folder::new();
     let tool_file = f.path().join("tool.json");
-    let script = toolhost_testkit::workspace_root().join("host/tests/fixtures/shown_server.py");
+    let script = toolhost_testkit::workspace_root().join("cli/tests/fixtures/shown_server.py");
     f.config(&format!(
         "[mcp.servers.dict]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ TOOLHOST_TEST_TOOL_FILE = {:?} }}\ntimeout_secs = 30\npermissions = [\"read\"]\n",
         python.display().to_string(),

@@ -409,7 +409,7 @@ fn a_2026_client_answers_in_rounds_and_cannot_forge_or_replay_them() {
 
 /// `[serve] request_state_key_file` is a secret: a file others may read, or a key too short
 /// to seal with, is refused before `serve` listens, naming what to fix. (A good key file is
-/// used by `host/tests/replicas.rs`.)
+/// used by `cli/tests/all/replicas.rs`.)
 #[cfg(unix)]
 #[test]
 fn a_request_state_key_that_others_can_read_or_that_is_short_is_refused() {

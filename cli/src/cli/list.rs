@@ -64,7 +64,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             })
             .collect();
         let mcp: Vec<_> = trust
-            .mcp
+            .mcp_withheld
             .iter()
             .map(|w| {
                 serde_json::json!({"server": w.server, "tool": w.tool,
@@ -135,7 +135,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Failure when an enabled MCP server did not connect, after saying which.
-fn exit_code(trust: &super::common::TrustReport) -> ExitCode {
+fn exit_code(trust: &toolhost::host::Loaded) -> ExitCode {
     if trust.mcp_down.is_empty() {
         return ExitCode::SUCCESS;
     }
@@ -153,9 +153,9 @@ fn exit_code(trust: &super::common::TrustReport) -> ExitCode {
 }
 
 /// The trust state of each plugin, with its tools that need approval or are withheld.
-fn print_trust(report: &super::common::TrustReport) {
+fn print_trust(report: &toolhost::host::Loaded) {
     use toolhost::trust::clean;
-    for w in &report.mcp {
+    for w in &report.mcp_withheld {
         println!(
             "mcp:{}  tool {} withheld ({:?}): approve with `toolhost approve mcp:{}`",
             w.server,

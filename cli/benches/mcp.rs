@@ -14,7 +14,7 @@
 //!
 //! Needs `cargo xtask plugins` (target/plugins), `cargo xtask peers` and, for hyper-mcp,
 //! `cargo xtask bench-peers`; parts whose inputs are missing are skipped with a message.
-//! Run: `cargo bench -p toolhost --bench mcp`.
+//! Run: `cargo bench -p toolhost-cli --bench mcp`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

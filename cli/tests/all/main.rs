@@ -1,0 +1,30 @@
+//! Integration tests of the `toolhost` command, one binary (each test binary links the
+//! whole host, wasmtime included, and starts on its own): every test runs the real
+//! command built by cargo (`CARGO_BIN_EXE_toolhost`) against compiled plugins and real
+//! peers. `cargo test -p toolhost-cli --test all MODULE::` runs one file's tests.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod audit;
+mod cli;
+mod conformance;
+mod deploy;
+mod elicit_terminal;
+mod langs;
+mod lifecycle;
+mod lint;
+mod llm_cli;
+mod oauth_hostile;
+mod permissions;
+mod plugin_logs;
+mod publish;
+mod reload;
+mod replicas;
+mod secrets;
+mod serve;
+mod serve_auth;
+mod soak;
+mod tasks;
+mod tenants;
+mod trust;
+mod wrapped_bounds;
