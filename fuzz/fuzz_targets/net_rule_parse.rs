@@ -14,7 +14,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = rule.matches(&rule.scheme, probe, rule.port);
         let _ = rule.matches("https", probe, 443);
         // Every rule allows what it allows, and meets itself in itself.
-        assert!(rule.within(&rule), "rule {rule_text:?} is not within itself");
+        assert!(
+            rule.within(&rule),
+            "rule {rule_text:?} is not within itself"
+        );
         assert_eq!(rule.intersect(&rule).as_ref(), Some(&rule));
         if !rule.host.starts_with("*.") {
             assert!(
