@@ -30,6 +30,7 @@ pub mod publish;
 pub mod release;
 pub mod remove;
 pub mod serve;
+pub mod servers;
 pub mod term;
 
 /// toolhost: run sandboxed WebAssembly tools, MCP tools and native tools for LLMs.

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use toolhost::llm::{ChatMessage, ChatProvider, ChatRequest, TokenCounter};
-use toolhost::tools::lint::{Finding, Rule, Subject};
+use toolhost_lint::{Finding, Rule, Subject};
 
 /// The rubric's version: part of every cache key, so a new rubric judges everything anew.
 pub const RUBRIC_VERSION: u32 = 1;

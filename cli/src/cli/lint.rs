@@ -1,6 +1,6 @@
 //! `toolhost lint [--plugins DIR] [--config FILE] [--json]`: reviews every tool
 //! definition of the plugins folder and of the configured MCP servers with the rules of
-//! `toolhost::tools::lint` (documented in `docs/writing-plugins.md`, "Linting"), and the
+//! `toolhost_lint` (documented in `docs/writing-plugins.md`, "Linting"), and the
 //! definitions `approve`, `install` and `update` ask the operator to approve.
 //!
 //! Definitions are read the way `approve` reads them, without touching the lock: each
@@ -21,8 +21,8 @@ use clap::Args;
 use futures::StreamExt;
 use toolhost::config::HostConfig;
 use toolhost::tools::escape;
-use toolhost::tools::lint::{Counts, Finding, Rule, Subject, lint, lint_served, sort};
 use toolhost::trust::{Candidate, mcp_tool_def, plugin_name};
+use toolhost_lint::{Counts, Finding, Rule, Subject, lint, lint_served, sort};
 use toolhost_trust::ToolDef;
 
 /// Arguments of `toolhost lint`.
@@ -167,7 +167,7 @@ async fn mcp_subjects(config: &HostConfig) -> Vec<Loaded> {
             let source = format!("mcp:{server}");
             let mut served = Vec::new();
             let mut served_count = 0;
-            let result = super::mcp_trust::server_definitions(server, cfg, true)
+            let result = super::servers::server_definitions(server, cfg, true)
                 .await
                 .map(|(tools, items)| {
                     served_count = items.len();

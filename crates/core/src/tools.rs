@@ -8,8 +8,9 @@
 //! (the definition offered to a model), [`typed`] (typed `Tool` and closure
 //! `DynamicTool`), [`render`] (truncation), [`events`] (pipeline events and the per-event
 //! sink), [`audit`] (the audit trail: one record per call, a rotating file), [`redact`] (what counts as a secret, for the audit and for error texts),
-//! [`escape`] (untrusted text for a terminal) and [`lint`] (the review of tool definitions
-//! that `toolhost lint` and `toolhost approve` show). `docs/design.md` describes the API
+//! and [`escape`] (untrusted text for a terminal). The review of tool definitions that
+//! `toolhost lint` and `toolhost approve` show is the crate `toolhost-lint`, over
+//! [`shown`]. `docs/design.md` describes the API
 //! contract these make up.
 //!
 //! `McpClient` lives in the `toolhost-mcp` crate and is re-exported from
@@ -24,7 +25,6 @@ pub mod error;
 pub mod escape;
 pub mod events;
 pub mod hooks;
-pub mod lint;
 pub mod logsink;
 pub mod permission;
 pub mod redact;
@@ -35,8 +35,8 @@ pub mod shown;
 pub mod typed;
 
 pub use approvals::{
-    ApprovalAnswer, ApprovalStore, ApprovalStoreError, ArgPattern, MemoryApprovals,
-    RememberedApproval,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, ApprovalStore, ApprovalStoreError, Approver,
+    ArgPattern, MemoryApprovals, RememberedApproval, StaticApprover,
 };
 pub use audit::{AuditLog, AuditRecord, RotatingFile};
 pub use base::{BaseTool, Icon, ProgressEvent, ToolContext, ToolMetadata, ToolOutput, ToolSource};
@@ -50,8 +50,7 @@ pub use hooks::{
 };
 pub use logsink::{ToolLogLevel, ToolLogSink};
 pub use permission::{
-    ApprovalDecision, ApprovalRequest, Approver, Capability, Permission, PermissionChecker,
-    PermissionConfig, RiskLevel, ServedHints, StaticApprover,
+    Capability, Permission, PermissionChecker, PermissionConfig, RiskLevel, ServedHints,
 };
 pub use registry::{
     LoadingGuard, Registration, RegistrationGuard, ToolCall, ToolEntry, ToolInvocation,

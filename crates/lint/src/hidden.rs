@@ -19,22 +19,15 @@
 
 use std::collections::BTreeMap;
 
+pub use super::text::is_hidden;
 use super::text::{Text, excerpt, tag_ascii};
 use super::{Finding, Rule, Subject};
-use crate::tools::escape;
 
 /// A run of this many blank characters (not newlines) on a line is hidden text.
 pub const MAX_BLANK_RUN: usize = 20;
 
 /// This many line breaks in a row (with only blanks between) is hidden text.
 pub const MAX_LINE_BREAKS: usize = 6;
-
-/// Whether `c` hides or reorders text, or steers a terminal (see the module docs): what
-/// `tools::escape` escapes for review ([`escape::is_terminal_unsafe`] and
-/// [`escape::is_invisible`]), but tab and newline.
-pub fn is_hidden(c: char) -> bool {
-    c != '\n' && c != '\t' && (escape::is_terminal_unsafe(c) || escape::is_invisible(c))
-}
 
 /// Whether `c` is a Unicode tag character (U+E0000–U+E007F).
 fn is_tag(c: char) -> bool {

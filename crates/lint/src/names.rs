@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::text::excerpt;
 use super::{Finding, Rule, Subject};
-use crate::tools::registry::is_valid_tool_name;
+use toolhost_core::tools::is_valid_tool_name;
 
 /// Folds shorter than this (in characters) are never `name-similar`.
 pub const MIN_SIMILAR_CHARS: usize = 4;

@@ -1,5 +1,5 @@
 //! The text of a definition as the rules read it: every string a model or client is
-//! shown ([`crate::tools::shown`]: the description, the title and annotations' title, and
+//! shown ([`toolhost_core::tools::shown`]: the description, the title and annotations' title, and
 //! every string and key of the parameter and output schemas), a normalised form that
 //! phrase rules match on, and [`excerpt`], the only way a message quotes the definition.
 
@@ -7,9 +7,16 @@ use std::borrow::Cow;
 
 use unicode_normalization::UnicodeNormalization;
 
-use super::hidden::is_hidden;
 use super::schema::Walk;
-use crate::tools::shown::{ShownTool, strings};
+use toolhost_core::tools::escape;
+use toolhost_core::tools::shown::{ShownTool, strings};
+
+/// Whether `c` hides or reorders text, or steers a terminal (see [`crate::hidden`]): what
+/// `tools::escape` escapes for review ([`escape::is_terminal_unsafe`] and
+/// [`escape::is_invisible`]), but tab and newline.
+pub fn is_hidden(c: char) -> bool {
+    c != '\n' && c != '\t' && (escape::is_terminal_unsafe(c) || escape::is_invisible(c))
+}
 
 /// One string of a definition and where it is.
 #[derive(Debug, Clone)]
@@ -26,7 +33,7 @@ pub struct Text<'a> {
 
 /// Every string of `def` a model or client is shown, with its location, in a fixed order
 /// (the shown value's keys sorted, depth first), and why the reading stopped early, if it
-/// did (a definition too large or too deep to read whole: [`crate::tools::shown::strings`]).
+/// did (a definition too large or too deep to read whole: [`toolhost_core::tools::shown::strings`]).
 /// The tool's name (the `names` rules read it) and its permissions (named by the host)
 /// are not among them; nor is a `$schema` dialect URL.
 pub fn texts<'a>(def: &'a ShownTool, _walk: &Walk<'a>) -> (Vec<Text<'a>>, Option<String>) {
@@ -124,7 +131,7 @@ pub fn excerpt(s: &str) -> String {
     if s.chars().nth(EXCERPT_CHARS).is_some() {
         cut.push('…');
     }
-    crate::tools::escape::reveal_line(&cut).into_owned()
+    toolhost_core::tools::escape::reveal_line(&cut).into_owned()
 }
 
 /// The part of `text` around byte range `start..end` (a match in it): up to 30

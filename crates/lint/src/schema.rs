@@ -233,7 +233,7 @@ pub fn check(subject: &Subject, walk: &Walk<'_>) -> Vec<Finding> {
             "parameters",
             format!(
                 "the parameters are {}, not a JSON Schema object",
-                crate::tools::json_kind(root)
+                toolhost_core::tools::json_kind(root)
             ),
         ));
         return out;

@@ -30,7 +30,7 @@
 
 use serde::Serialize;
 
-use super::shown::ShownTool;
+use toolhost_core::tools::shown::ShownTool;
 
 pub mod decode;
 pub mod desc;
@@ -234,7 +234,7 @@ pub struct Subject {
     /// sources, and a source may name its own tools.
     pub source: String,
     /// The definition as a model or client is shown it (name as the source gives it):
-    /// the same value an approval pins ([`crate::tools::shown`]).
+    /// the same value an approval pins ([`toolhost_core::tools::shown`]).
     pub definition: ShownTool,
 }
 
@@ -382,12 +382,12 @@ pub fn lint_tool(subject: &Subject) -> Vec<Finding> {
 }
 
 /// Lints a prompt or a resource that a source serves, as its object is served (`value`:
-/// every string and key, walked as [`crate::tools::shown::strings`] walks a tool), with
+/// every string and key, walked as [`toolhost_core::tools::shown::strings`] walks a tool), with
 /// the text rules (hidden text, poisoning, in every decoding). `name` names it in the
 /// findings (`prompt NAME`, `resource URI`); locations are JSON pointers into the object.
 pub fn lint_served(source: &str, name: &str, value: &serde_json::Value) -> Vec<Finding> {
     let subject = Subject::new(source, name, "", serde_json::Value::Null);
-    let all = crate::tools::shown::strings(value);
+    let all = toolhost_core::tools::shown::strings(value);
     let texts: Vec<text::Text<'_>> = all
         .items
         .iter()
