@@ -1,5 +1,6 @@
-//! Approvals with a scope: what an [`Approver`](crate::tools::Approver) answers
-//! ([`ApprovalAnswer`]), and where "allow always" is kept ([`ApprovalStore`]).
+//! Approvals with a scope: the [`Approver`] that decides a destructive call at run time,
+//! what it is asked ([`ApprovalRequest`]) and answers ([`ApprovalAnswer`]), and where
+//! "allow always" is kept ([`ApprovalStore`]).
 //!
 //! A destructive call is approved for one of four scopes (`docs/permissions.md`,
 //! "Approvals"):
@@ -19,7 +20,75 @@ use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tools::permission::ApprovalDecision;
+use async_trait::async_trait;
+
+use crate::tools::base::ToolContext;
+use crate::tools::permission::RiskLevel;
+
+/// What an [`Approver`] is asked to decide.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalRequest {
+    /// The call id of the invocation waiting for the decision.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The validated arguments.
+    pub arguments: Value,
+    /// The tool's risk level.
+    pub risk: RiskLevel,
+    /// Why an approval is needed (which rule fired).
+    pub reason: String,
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this call only.
+    AllowOnce,
+    /// Run this call and every later call of the same tool in the same session.
+    AllowSession,
+    /// Run this call and every later call of the same tool (whose arguments match the
+    /// answer's pattern, see [`ApprovalAnswer`]) without asking again; kept by the
+    /// registry's [`ApprovalStore`](crate::tools::ApprovalStore).
+    AllowAlways,
+    /// Do not run.
+    Deny,
+}
+
+/// Decides destructive calls at run time: a UI prompt, a CLI question, a webhook, a test.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Asks for a decision. Called before the tool runs; the call waits for the answer.
+    async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision;
+
+    /// The full answer: the decision, a reason for a deny, and the arguments an "allow
+    /// always" covers. The registry calls this; the default wraps
+    /// [`approve`](Approver::approve) (no reason; "always" covers every call of the tool).
+    async fn answer(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        self.approve(request).await.into()
+    }
+
+    /// The answer for a call made in `ctx`: an approver that asks whoever made the call
+    /// (e.g. the MCP client of `serve`, through a typed inbound value of the context)
+    /// overrides this. The registry calls this; the default is
+    /// [`answer`](Approver::answer).
+    async fn answer_in(&self, request: &ApprovalRequest, ctx: &ToolContext) -> ApprovalAnswer {
+        let _ = ctx;
+        self.answer(request).await
+    }
+}
+
+/// An [`Approver`] that always gives the same answer (for scripts, tests and `--yes`).
+#[derive(Debug, Clone, Copy)]
+pub struct StaticApprover(pub ApprovalDecision);
+
+#[async_trait]
+impl Approver for StaticApprover {
+    async fn approve(&self, _request: &ApprovalRequest) -> ApprovalDecision {
+        self.0
+    }
+}
 
 /// An approver's full answer: the decision, a reason (for a deny), and for "always" the
 /// arguments it covers.

@@ -426,8 +426,8 @@ fn unfinished_record(invocation: u64, p: Pending) -> AuditRecord {
     }
 }
 
-fn decision_name(d: crate::tools::permission::ApprovalDecision) -> &'static str {
-    use crate::tools::permission::ApprovalDecision as D;
+fn decision_name(d: crate::tools::approvals::ApprovalDecision) -> &'static str {
+    use crate::tools::approvals::ApprovalDecision as D;
     match d {
         D::AllowOnce => "allow_once",
         D::AllowSession => "allow_session",

@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::tools::approvals::ApprovalDecision;
 use crate::tools::base::{ToolOutput, ToolSource};
-use crate::tools::permission::{ApprovalDecision, RiskLevel};
+use crate::tools::permission::RiskLevel;
 
 /// An event of the invocation pipeline.
 #[derive(Debug, Clone, Serialize)]

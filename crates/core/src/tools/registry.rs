@@ -36,13 +36,14 @@ use std::time::Duration;
 use indexmap::{IndexMap, IndexSet};
 use tokio::sync::{broadcast, watch};
 
+use crate::tools::approvals::Approver;
 use crate::tools::approvals::{ApprovalStore, MemoryApprovals};
 use crate::tools::base::BaseTool;
 use crate::tools::content::ContentLimits;
 use crate::tools::definition::ToolDefinition;
 use crate::tools::events::{ToolEvent, ToolEventListener};
 use crate::tools::hooks::PermissionHook;
-use crate::tools::permission::{Approver, PermissionChecker};
+use crate::tools::permission::PermissionChecker;
 use crate::tools::render::DEFAULT_MAX_TOOL_RESULT_BYTES;
 use crate::tools::share::Slots;
 

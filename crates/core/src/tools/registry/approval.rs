@@ -14,11 +14,12 @@ use super::entry::ToolEntry;
 use super::pipeline::panic_message;
 use super::{MAX_SESSION_APPROVALS, ToolRegistry, read};
 use crate::tools::approvals::ApprovalAnswer;
+use crate::tools::approvals::{ApprovalDecision, ApprovalRequest};
 use crate::tools::base::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::events::ToolEvent;
 use crate::tools::hooks::{HookCall, HookVerdict};
-use crate::tools::permission::{ApprovalDecision, ApprovalRequest, Permission, RiskLevel};
+use crate::tools::permission::{Permission, RiskLevel};
 
 impl ToolRegistry {
     /// Runs the whole gate for one validated call; `Err` is the denial the model sees.
