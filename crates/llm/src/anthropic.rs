@@ -24,15 +24,14 @@
 use async_trait::async_trait;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
 use crate::http::{
-    MAX_RESPONSE_BYTES, excerpt, read_limited, send_with_retry, stream_error, stream_limited,
+    Endpoint, MAX_RESPONSE_BYTES, RetryPolicy, excerpt, read_limited, stream_error, stream_limited,
 };
-use crate::openai::RetryPolicy;
 use crate::provider::{ChatProvider, DeltaStream};
 use crate::types::{
     AssistantMessage, AssistantToolCall, ChatMessage, ChatRequest, ChatResponse, FinishReason,
@@ -51,11 +50,8 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// A provider for the Anthropic Messages API.
 #[derive(Debug, Clone)]
 pub struct AnthropicProvider {
-    client: reqwest::Client,
-    url: String,
+    endpoint: Endpoint,
     model: String,
-    headers: HeaderMap,
-    retry: RetryPolicy,
     max_tokens: Option<u32>,
 }
 
@@ -71,61 +67,43 @@ impl AnthropicProvider {
         base_url: impl AsRef<str>,
         model: impl Into<String>,
     ) -> Result<Self, LlmError> {
-        let base = base_url.as_ref().trim().trim_end_matches('/');
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(LlmError::Config(format!(
-                "the base URL must start with http:// or https:// (got {base:?}); \
-                 for example https://api.anthropic.com"
-            )));
-        }
-        let url = if base.ends_with("/v1/messages") {
-            base.to_string()
-        } else if base.ends_with("/v1") {
-            format!("{base}/messages")
-        } else {
-            format!("{base}/v1/messages")
-        };
-        let client = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(10))
-            .build()
-            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
-        let mut headers = HeaderMap::new();
-        headers.insert(
+        let mut endpoint = Endpoint::new(base_url.as_ref(), "https://api.anthropic.com", |base| {
+            if base.ends_with("/v1/messages") {
+                base.to_string()
+            } else if base.ends_with("/v1") {
+                format!("{base}/messages")
+            } else {
+                format!("{base}/v1/messages")
+            }
+        })?;
+        endpoint.headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
         Ok(Self {
-            client,
-            url,
+            endpoint,
             model: model.into(),
-            headers,
-            retry: RetryPolicy::default(),
             max_tokens: None,
         })
     }
 
     /// Reads the key from this environment variable (unset or empty: no key).
     pub fn with_api_key_env(mut self, var: &str) -> Result<Self, LlmError> {
-        self.headers.remove("x-api-key");
-        match std::env::var(var) {
-            Ok(key) if !key.trim().is_empty() => self.with_api_key(key.trim()),
-            _ => Ok(self),
-        }
+        self.endpoint
+            .key_from_env(HeaderName::from_static("x-api-key"), var, str::to_string)?;
+        Ok(self)
     }
 
     /// Sends this key as `x-api-key`.
     pub fn with_api_key(mut self, key: &str) -> Result<Self, LlmError> {
-        let mut v = HeaderValue::from_str(key).map_err(|_| {
-            LlmError::Config("the API key has characters a header cannot carry".into())
-        })?;
-        v.set_sensitive(true);
-        self.headers.insert(HeaderName::from_static("x-api-key"), v);
+        self.endpoint
+            .set_key(HeaderName::from_static("x-api-key"), key)?;
         Ok(self)
     }
 
     /// Sets the retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+        self.endpoint.retry = retry;
         self
     }
 
@@ -137,7 +115,7 @@ impl AnthropicProvider {
 
     /// The full messages URL.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.endpoint.url
     }
 
     /// The request body for the Messages API.
@@ -244,9 +222,8 @@ fn finish_reason(s: &str) -> FinishReason {
 impl ChatProvider for AnthropicProvider {
     async fn complete(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
         let body = self.body(&request, false);
-        let resp =
-            send_with_retry(&self.client, &self.url, &self.headers, &body, &self.retry).await?;
-        let bytes = read_limited(resp, &self.url, MAX_RESPONSE_BYTES).await?;
+        let resp = self.endpoint.send(&body).await?;
+        let bytes = read_limited(resp, &self.endpoint.url, MAX_RESPONSE_BYTES).await?;
         let wire: WireMessage = serde_json::from_slice(&bytes).map_err(|e| {
             LlmError::Decode(format!(
                 "{e}; the body starts with {}",
@@ -277,9 +254,8 @@ impl ChatProvider for AnthropicProvider {
 
     async fn stream(&self, request: ChatRequest<'_>) -> Result<DeltaStream, LlmError> {
         let body = self.body(&request, true);
-        let resp =
-            send_with_retry(&self.client, &self.url, &self.headers, &body, &self.retry).await?;
-        let url = self.url.clone();
+        let resp = self.endpoint.send(&body).await?;
+        let url = self.endpoint.url.clone();
         let mut events = stream_limited(resp, MAX_RESPONSE_BYTES).eventsource();
         let stream = async_stream::stream! {
             let mut input_tokens = 0u64;

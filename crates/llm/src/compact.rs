@@ -190,14 +190,7 @@ fn dropped_by_marker(m: &ChatMessage) -> Option<usize> {
 
 /// At most `max` bytes of `s`, cut on a character boundary.
 fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    toolhost_core::tools::render::head(s, max)
 }
 
 /// The leading system messages and the user message right after them.

@@ -11,18 +11,17 @@
 //! - Streaming reads Server-Sent Events and yields [`StreamDelta`]s; tool-call argument
 //!   pieces are joined by index by [`ResponseAssembler`](crate::ResponseAssembler).
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::AUTHORIZATION;
 use serde::{Deserialize, Serialize};
 use toolhost_core::tools::ToolDefinition;
 
 use crate::error::LlmError;
+pub use crate::http::RetryPolicy;
 use crate::http::{
-    MAX_RESPONSE_BYTES, excerpt, read_limited, send_with_retry, stream_error, stream_limited,
+    Endpoint, MAX_RESPONSE_BYTES, excerpt, read_limited, stream_error, stream_limited,
 };
 use crate::provider::{ChatProvider, DeltaStream};
 use crate::types::{
@@ -32,55 +31,11 @@ use crate::types::{
 /// Default environment variable holding the API key.
 pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 
-/// How failed requests are retried.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt (0: never retry). Default 3.
-    pub max_retries: u32,
-    /// The first backoff; it doubles on each retry. Default 500 ms.
-    pub initial_backoff: Duration,
-    /// The longest backoff. Default 8 s.
-    pub max_backoff: Duration,
-    /// The longest `Retry-After` honoured; a longer one fails at once. Default 60 s.
-    pub max_retry_after: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            max_retries: 3,
-            initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(8),
-            max_retry_after: Duration::from_secs(60),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// No retries at all.
-    pub fn none() -> Self {
-        Self {
-            max_retries: 0,
-            ..Self::default()
-        }
-    }
-
-    pub(crate) fn backoff(&self, retry: u32) -> Duration {
-        let factor = 2u32.saturating_pow(retry.min(16));
-        self.initial_backoff
-            .saturating_mul(factor)
-            .min(self.max_backoff)
-    }
-}
-
 /// An OpenAI-compatible chat provider.
 #[derive(Debug, Clone)]
 pub struct OpenAiProvider {
-    client: reqwest::Client,
-    url: String,
+    endpoint: Endpoint,
     model: String,
-    headers: HeaderMap,
-    retry: RetryPolicy,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
 }
@@ -89,13 +44,7 @@ impl OpenAiProvider {
     /// A provider for `model` at `base_url` (the API root, e.g. `http://localhost:11434/v1`),
     /// with the key from `OPENAI_API_KEY` if set.
     pub fn new(base_url: impl AsRef<str>, model: impl Into<String>) -> Result<Self, LlmError> {
-        let mut p = Self::without_key(base_url, model)?;
-        if let Ok(key) = std::env::var(DEFAULT_API_KEY_ENV)
-            && !key.trim().is_empty()
-        {
-            p = p.with_api_key(key.trim())?;
-        }
-        Ok(p)
+        Self::without_key(base_url, model)?.with_api_key_env(DEFAULT_API_KEY_ENV)
     }
 
     /// A provider that sends no API key (local servers).
@@ -103,28 +52,16 @@ impl OpenAiProvider {
         base_url: impl AsRef<str>,
         model: impl Into<String>,
     ) -> Result<Self, LlmError> {
-        let base = base_url.as_ref().trim().trim_end_matches('/');
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(LlmError::Config(format!(
-                "the base URL must start with http:// or https:// (got {base:?}); \
-                 for example http://localhost:11434/v1"
-            )));
-        }
-        let url = if base.ends_with("/chat/completions") {
-            base.to_string()
-        } else {
-            format!("{base}/chat/completions")
-        };
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let endpoint = Endpoint::new(base_url.as_ref(), "http://localhost:11434/v1", |base| {
+            if base.ends_with("/chat/completions") {
+                base.to_string()
+            } else {
+                format!("{base}/chat/completions")
+            }
+        })?;
         Ok(Self {
-            client,
-            url,
+            endpoint,
             model: model.into(),
-            headers: HeaderMap::new(),
-            retry: RetryPolicy::default(),
             temperature: None,
             max_tokens: None,
         })
@@ -133,36 +70,25 @@ impl OpenAiProvider {
     /// Reads the API key from this environment variable instead of `OPENAI_API_KEY`
     /// (unset or empty: no key).
     pub fn with_api_key_env(mut self, var: &str) -> Result<Self, LlmError> {
-        self.headers.remove(AUTHORIZATION);
-        match std::env::var(var) {
-            Ok(key) if !key.trim().is_empty() => self.with_api_key(key.trim()),
-            _ => Ok(self),
-        }
+        self.endpoint.key_from_env(AUTHORIZATION, var, bearer)?;
+        Ok(self)
     }
 
     /// Sends this API key as a bearer token.
     pub fn with_api_key(mut self, key: &str) -> Result<Self, LlmError> {
-        let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-            LlmError::Config("the API key has characters a header cannot carry".into())
-        })?;
-        v.set_sensitive(true);
-        self.headers.insert(AUTHORIZATION, v);
+        self.endpoint.set_key(AUTHORIZATION, &bearer(key))?;
         Ok(self)
     }
 
     /// Adds a header to every request (for example `X-Fakellm-Conversation-Id`).
     pub fn with_header(mut self, name: &str, value: &str) -> Result<Self, LlmError> {
-        let n = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| LlmError::Config(format!("{name:?} is not a valid header name")))?;
-        let v = HeaderValue::from_str(value)
-            .map_err(|_| LlmError::Config(format!("the value of header {name} is not valid")))?;
-        self.headers.insert(n, v);
+        self.endpoint.add_header(name, value)?;
         Ok(self)
     }
 
     /// Sets the retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+        self.endpoint.retry = retry;
         self
     }
 
@@ -180,7 +106,7 @@ impl OpenAiProvider {
 
     /// The full completions URL.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.endpoint.url
     }
 
     fn body<'a>(&'a self, req: &ChatRequest<'a>, stream: bool) -> WireRequest<'a> {
@@ -199,8 +125,13 @@ impl OpenAiProvider {
 
     /// Sends the request, retrying transient failures; returns a success response.
     async fn send(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, LlmError> {
-        send_with_retry(&self.client, &self.url, &self.headers, body, &self.retry).await
+        self.endpoint.send(body).await
     }
+}
+
+/// `Bearer KEY`, the `Authorization` value of an OpenAI key.
+fn bearer(key: &str) -> String {
+    format!("Bearer {key}")
 }
 
 #[async_trait]
@@ -208,7 +139,7 @@ impl ChatProvider for OpenAiProvider {
     async fn complete(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
         let body = self.body(&request, false);
         let resp = self.send(&body).await?;
-        let bytes = read_limited(resp, &self.url, MAX_RESPONSE_BYTES).await?;
+        let bytes = read_limited(resp, &self.endpoint.url, MAX_RESPONSE_BYTES).await?;
         let wire: WireResponse = serde_json::from_slice(&bytes).map_err(|e| {
             LlmError::Decode(format!(
                 "{e}; the body starts with {}",
@@ -229,7 +160,7 @@ impl ChatProvider for OpenAiProvider {
     async fn stream(&self, request: ChatRequest<'_>) -> Result<DeltaStream, LlmError> {
         let body = self.body(&request, true);
         let resp = self.send(&body).await?;
-        let url = self.url.clone();
+        let url = self.endpoint.url.clone();
         let mut events = stream_limited(resp, MAX_RESPONSE_BYTES).eventsource();
         let stream = async_stream::stream! {
             let mut finished = false;
@@ -401,14 +332,6 @@ mod tests {
         assert_eq!(p.url(), "http://localhost:11434/v1/chat/completions");
         assert!(OpenAiProvider::without_key("localhost:1", "m").is_err());
         Ok(())
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_the_cap() {
-        let r = RetryPolicy::default();
-        assert_eq!(r.backoff(0), Duration::from_millis(500));
-        assert_eq!(r.backoff(1), Duration::from_secs(1));
-        assert_eq!(r.backoff(10), Duration::from_secs(8));
     }
 
     #[test]

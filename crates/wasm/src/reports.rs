@@ -32,11 +32,9 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 /// `text` cut to at most `max` bytes (on a character boundary, with a marker) and with
 /// every control character replaced: CR/LF/TAB by a space, the rest by U+FFFD.
 pub fn clean(text: &str, max: usize) -> String {
-    let mut cut = text.len().min(max);
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let mut out: String = text[..cut]
+    let head = toolhost_core::tools::render::head(text, max);
+    let cut = head.len();
+    let mut out: String = head
         .chars()
         .map(|c| match c {
             '\r' | '\n' | '\t' => ' ',

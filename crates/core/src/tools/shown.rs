@@ -245,11 +245,7 @@ pub fn strings(value: &Value) -> ShownStrings<'_> {
             Value::String(s) => {
                 let mut text = s.as_str();
                 if text.len() > MAX_STRING_BYTES {
-                    let mut end = MAX_STRING_BYTES;
-                    while !text.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    text = &text[..end];
+                    text = crate::tools::render::head(text, MAX_STRING_BYTES);
                     out.cut.get_or_insert_with(|| {
                         format!(
                             "{pointer} is {} bytes long (read up to {MAX_STRING_BYTES})",

@@ -247,12 +247,5 @@ fn forward_progress(
 
 /// At most `max` bytes of `s`, cut on a character boundary.
 fn cut_to(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    toolhost_core::tools::render::head(s, max)
 }

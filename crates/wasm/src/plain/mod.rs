@@ -377,13 +377,8 @@ fn spec(
 
 /// `s` cut to at most `max` bytes, at a character boundary.
 fn cut(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
-    }
+    let end = toolhost_core::tools::render::head(&s, max).len();
+    s.truncate(end);
     s
 }
 
