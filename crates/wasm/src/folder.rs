@@ -52,8 +52,11 @@ pub fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, PluginError> {
     Ok(files)
 }
 
-/// Loads every plugin of `dir`. Returns the plugins that loaded and one error per file
-/// that did not.
+/// Loads every plugin of `dir`, each with its own request file as its grant: no lock, no
+/// approval, no protected paths but the folder's own. Returns the plugins that loaded and
+/// one error per file that did not. Only with the `unchecked-load` feature (tests and
+/// benchmarks): a host loads a folder through `toolhost::Host::load`.
+#[cfg(feature = "unchecked-load")]
 pub async fn load_dir(engine: &WasmEngine, dir: &Path) -> (Vec<Plugin>, Vec<PluginError>) {
     let files = match plugin_files(dir) {
         Ok(f) => f,
@@ -409,9 +412,11 @@ pub fn register_plugins(
     (kept, errors)
 }
 
-/// Loads every plugin of `dir` into `registry` (see [`register_plugins`] for names).
-/// Returns the loaded plugins and one error per file that failed (to load or to
-/// register).
+/// Loads every plugin of `dir` into `registry` (see [`register_plugins`] for names), each
+/// with its own request as its grant ([`load_dir`]). Returns the loaded plugins and one
+/// error per file that failed (to load or to register). Only with the `unchecked-load`
+/// feature (tests and benchmarks).
+#[cfg(feature = "unchecked-load")]
 pub async fn load_into(
     engine: &WasmEngine,
     registry: &ToolRegistry,
