@@ -283,11 +283,29 @@ pub enum RequireApproval {
     All,
 }
 
+/// Each plugin's `wasi:config/store` sources, by plugin name and key.
+pub type Sources = std::collections::BTreeMap<
+    String,
+    std::collections::BTreeMap<String, toolhost_core::secrets::SecretSource>,
+>;
+
+/// What the loader needs of the operator's configuration: `[trust]`'s evaluation options
+/// and the keys whose signatures vouch for a changed file, and `[plugins.NAME.config]`.
+#[derive(Debug, Clone, Default)]
+pub struct LoadRules {
+    /// The evaluation's options.
+    pub opts: toolhost_trust::TrustOptions,
+    /// The operator's trusted minisign public keys (`[trust] keys`).
+    pub keys: std::sync::Arc<[String]>,
+    /// Where each plugin's `wasi:config/store` values come from, by plugin name and key.
+    pub config: std::sync::Arc<Sources>,
+}
+
 impl HostConfig {
     /// The settings the plugin loader needs: `[trust]`'s evaluation options and the
     /// trusted keys that vouch for changed files, and each plugin's config sources.
-    pub fn load_rules(&self) -> crate::trust::LoadRules {
-        crate::trust::LoadRules {
+    pub fn load_rules(&self) -> LoadRules {
+        LoadRules {
             opts: self.trust.options(),
             keys: self.trust.keys.clone().into(),
             config: std::sync::Arc::new(

@@ -12,7 +12,8 @@
 use wasmtime::StoreContextMut;
 use wasmtime::component::{ComponentType, Lift, Linker, Lower};
 
-use crate::sandbox::{HostState, record_denial};
+use crate::denials::record_denial;
+use crate::sandbox::HostState;
 
 /// The `wasi:config/store` interface names linked, one per published version.
 pub(crate) const VERSIONS: &[&str] = &[

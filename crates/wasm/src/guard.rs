@@ -46,7 +46,7 @@ fn fs_result<T>(state: &mut HostState, r: wasmtime_wasi::p2::FsResult<T>) -> FsR
 
 /// Records a refused destructive call and returns the guest's error.
 fn refuse_delete(state: &HostState, what: &str, path: &str) -> FsRet<()> {
-    crate::sandbox::record_denial(
+    crate::denials::record_denial(
         &state.denials,
         format!(
             "{what} of {path:?} denied: deleting or renaming needs the Delete permission; declare it on the tool (Delete is destructive and asks for approval)"
@@ -140,7 +140,7 @@ fn add(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                             | DescriptorType::SymbolicLink
                     )
                 {
-                    crate::sandbox::record_denial(
+                    crate::denials::record_denial(
                         &state.denials,
                         format!(
                             "opening {path:?} denied: it is a {:?}; tools may open only regular files and directories (a FIFO or device could block a host thread past the call's deadline)",
@@ -171,7 +171,7 @@ fn add(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          -> wasmtime::Result<(Result<Resource<ResolveAddressStream>, network::ErrorCode>,)> {
             let state = store.data_mut();
             if !state.allow.allows_lookup(&name) {
-                crate::sandbox::record_denial(
+                crate::denials::record_denial(
                     &state.denials,
                     format!(
                         "DNS lookup of {:?} denied: only names in `network` may be resolved",

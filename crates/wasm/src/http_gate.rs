@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 
 use wasmtime_wasi_http::WasiHttpHooks;
 
+use crate::denials::{Denials, record_denial};
 use crate::net::NetAllow;
-use crate::sandbox::{Denials, record_denial};
 
 /// The wasi:http gate: every outgoing request is checked against the allowlist on scheme,
 /// host and port before a connection is opened.

@@ -62,6 +62,8 @@ pub mod component;
 #[cfg(feature = "runtime")]
 mod config_store;
 #[cfg(feature = "runtime")]
+mod denials;
+#[cfg(feature = "runtime")]
 pub mod dirs;
 #[cfg(feature = "runtime")]
 pub mod engine;

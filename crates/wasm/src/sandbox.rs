@@ -28,19 +28,8 @@ use crate::limits::{MemoryLimiter, StopReason};
 use crate::net::NetAllow;
 use crate::reports::Reports;
 
-/// Denials met during one call, with the policy line that would allow each.
-pub type Denials = Arc<Mutex<Vec<String>>>;
-
-/// Records a denial (logged, and kept for the call's error message; at most 32 per call).
-/// The text may quote guest-chosen names, so it is cleaned of control characters.
-pub(crate) fn record_denial(denials: &Denials, msg: String) {
-    let msg = crate::reports::clean(&msg, 1024);
-    tracing::info!(target: "toolhost::sandbox", "{msg}");
-    let mut d = denials.lock().unwrap_or_else(|e| e.into_inner());
-    if d.len() < 32 {
-        d.push(msg);
-    }
-}
+pub use crate::denials::Denials;
+use crate::denials::record_denial;
 
 /// The data of one call's `Store`.
 pub struct HostState {

@@ -6,15 +6,10 @@
 //! [`register_prepared`] registers the outcome; [`record_update`] books a compatible
 //! update in the lock.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use toolhost_core::secrets::SecretSource;
 
 use toolhost_trust::{
-    Lock, PackageSignature, PluginEntry, SignatureCovers, ToolDef, TrustOptions, TrustState,
-    evaluate,
+    Lock, PackageSignature, PluginEntry, SignatureCovers, ToolDef, TrustState, evaluate,
 };
 
 use super::{
@@ -68,17 +63,7 @@ pub(crate) fn record_update(lock: &mut Lock, report: &PluginTrust) -> bool {
 /// applies to a fetched one.
 const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 
-/// What the loader needs of the operator's configuration: `[trust]`'s evaluation options
-/// and the keys whose signatures vouch for a changed file, and `[plugins.NAME.config]`.
-#[derive(Debug, Clone, Default)]
-pub struct LoadRules {
-    /// The evaluation's options.
-    pub opts: TrustOptions,
-    /// The operator's trusted minisign public keys (`[trust] keys`).
-    pub keys: Arc<[String]>,
-    /// Where each plugin's `wasi:config/store` values come from, by plugin name and key.
-    pub config: Arc<BTreeMap<String, BTreeMap<String, SecretSource>>>,
-}
+pub use crate::config::LoadRules;
 
 /// The values of the config keys `policy` grants that the operator gave plugin `name`,
 /// read now (a key the operator did not give stays absent to the plugin). A source that
