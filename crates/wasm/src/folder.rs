@@ -28,6 +28,7 @@ use toolhost_core::tools::ToolRegistry;
 use std::sync::Arc;
 
 use crate::component::{Plugin, WasmTool};
+#[cfg(feature = "unchecked-load")]
 use crate::engine::WasmEngine;
 use crate::error::PluginError;
 
