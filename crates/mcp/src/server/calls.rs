@@ -42,7 +42,7 @@ impl McpServer {
         cancel: StopToken,
         context: &RequestContext<RoleServer>,
         caller: &Caller,
-    ) -> impl std::future::Future<Output = CallToolResult> + Send + 'static {
+    ) -> impl std::future::Future<Output = super::tasks::CallEnd> + Send + 'static {
         let registry = self.registry.clone();
         let mut ctx = ToolContext::new(self.session.id.clone(), context.id.to_string())
             .with(caller.clone())
@@ -81,8 +81,12 @@ impl McpServer {
                     let _ = tokio::time::timeout(Duration::from_millis(200), f).await;
                 }
                 match inv.output {
-                    Ok(out) => success_result(out, declares_output_schema),
-                    Err(e) => error_result(e.kind(), e.to_string()),
+                    Ok(out) => {
+                        super::tasks::CallEnd::ran(success_result(out, declares_output_schema))
+                    }
+                    Err(e) => {
+                        super::tasks::CallEnd::failed(error_result(e.kind(), e.to_string()), &e)
+                    }
                 }
             },
             span,
@@ -207,7 +211,8 @@ impl McpServer {
             let cancel = context.ct.child_token();
             let result = self
                 .call_future(name, args, client, cancel, &context, &who.caller)
-                .await;
+                .await
+                .result;
             return Ok(CallToolResponse::Complete(result));
         }
         let rounds = self.rounds_or_refuse()?;
@@ -224,7 +229,7 @@ impl McpServer {
                 &context.ct,
                 |client, cancel| {
                     let call = self.call_future(name, args, client, cancel, &context, &who.caller);
-                    async move { Ok(ServerResult::CallToolResult(call.await)) }
+                    async move { Ok(ServerResult::CallToolResult(call.await.result)) }
                 },
             )
             .await?;

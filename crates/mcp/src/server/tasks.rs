@@ -51,7 +51,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
-use toolhost_core::tools::Share;
+use toolhost_core::tools::{Share, ToolError};
 
 /// How long a call of a task-capable client runs before it becomes a task.
 pub const TASK_AFTER: Duration = Duration::from_millis(500);
@@ -215,28 +215,41 @@ impl TaskAsker {
     }
 }
 
-/// The error kinds (`structuredContent.error` of a failed call) that say the call could
-/// not be carried out (the MCP link to the wrapped server failed, or the host did), as
-/// opposed to a tool that ran and reported an error: a task ends `failed` with them,
-/// `completed` with `isError` otherwise.
-const PROTOCOL_FAILURES: &[&str] = &["mcp_error", "mcp_timeout", "mcp_not_initialized", "io"];
+/// How one `tools/call` ended: the result the client gets, and, when the call could not
+/// be carried out (the MCP link to the wrapped server failed, or the host did, as opposed
+/// to a tool that ran and reported an error), that failure as a task's inlined `error`:
+/// a task ends `failed` with it, `completed` with `isError` otherwise. Decided from the
+/// typed [`ToolError`] where the call ends ([`CallEnd::failed`]), never read back from the
+/// result's JSON.
+#[derive(Debug)]
+pub(crate) struct CallEnd {
+    /// What the client is answered.
+    pub(crate) result: CallToolResult,
+    /// The failure that fails a task, if the call could not be carried out.
+    pub(crate) failure: Option<ErrorData>,
+}
 
-/// A protocol-level failure, as a task's inlined `error`, when `result` is one.
-fn protocol_failure(result: &CallToolResult) -> Option<ErrorData> {
-    if result.is_error != Some(true) {
-        return None;
+impl CallEnd {
+    /// A call that ran (it may have reported an error in `result`).
+    pub(crate) fn ran(result: CallToolResult) -> Self {
+        CallEnd {
+            result,
+            failure: None,
+        }
     }
-    let s = result.structured_content.as_ref()?;
-    let kind = s.get("error")?.as_str()?;
-    if !PROTOCOL_FAILURES.contains(&kind) {
-        return None;
+
+    /// A call that ended with `error`, answered as `result`.
+    pub(crate) fn failed(result: CallToolResult, error: &ToolError) -> Self {
+        let failure = matches!(
+            error,
+            ToolError::McpError(_)
+                | ToolError::McpTimeout(_)
+                | ToolError::McpNotInitialized(_)
+                | ToolError::Io(_)
+        )
+        .then(|| ErrorData::internal_error(error.to_string(), None));
+        CallEnd { result, failure }
     }
-    let message = s
-        .get("message")
-        .and_then(|m| m.as_str())
-        .unwrap_or(kind)
-        .to_string();
-    Some(ErrorData::internal_error(message, None))
 }
 
 fn refused(what: &str) -> ErrorData {
@@ -263,14 +276,14 @@ impl Tasks {
     pub(crate) async fn run(
         &self,
         owner: String,
-        mut handle: tokio::task::JoinHandle<CallToolResult>,
+        mut handle: tokio::task::JoinHandle<CallEnd>,
         stop: super::StopToken,
         asker: &TaskAsker,
         at_once: bool,
         request: &super::StopToken,
     ) -> Result<Outcome, ErrorData> {
-        let joined = |r: Result<CallToolResult, tokio::task::JoinError>| {
-            r.map_err(|e| {
+        let joined = |r: Result<CallEnd, tokio::task::JoinError>| {
+            r.map(|end| end.result).map_err(|e| {
                 ErrorData::internal_error(format!("the call ended abnormally: {e}"), None)
             })
         };
@@ -301,9 +314,9 @@ impl Tasks {
             Box::pin(async move {
                 tokio::select! {
                     r = &mut handle => match r {
-                        Ok(result) => match protocol_failure(&result) {
+                        Ok(end) => match end.failure {
                             Some(e) => Err(TaskExit::Error(e)),
-                            None => Ok(result),
+                            None => Ok(end.result),
                         },
                         Err(e) => Err(TaskExit::Error(ErrorData::internal_error(
                             format!("the call ended abnormally: {e}"),
@@ -418,27 +431,28 @@ mod tests {
     use super::*;
 
     /// A call that never ends by itself (its `stop` token ends it).
-    fn endless(stop: &super::super::StopToken) -> tokio::task::JoinHandle<CallToolResult> {
+    fn endless(stop: &super::super::StopToken) -> tokio::task::JoinHandle<CallEnd> {
         let stop = stop.clone();
         tokio::spawn(async move {
             stop.cancelled().await;
-            CallToolResult::success(vec![])
+            CallEnd::ran(CallToolResult::success(vec![]))
         })
     }
 
     #[test]
     fn a_failed_link_fails_the_task_and_a_failed_tool_completes_it() {
-        let failed = |kind: &str| {
-            let mut r = CallToolResult::error(vec![]);
-            r.structured_content = Some(serde_json::json!({"error": kind, "message": "boom"}));
-            r
-        };
-        let e = protocol_failure(&failed("mcp_error")).map(|e| e.message.to_string());
-        assert_eq!(e.as_deref(), Some("boom"));
-        assert!(protocol_failure(&failed("mcp_timeout")).is_some());
-        assert!(protocol_failure(&failed("execution_failed")).is_none());
-        assert!(protocol_failure(&failed("permission_denied")).is_none());
-        assert!(protocol_failure(&CallToolResult::success(vec![])).is_none());
+        let failure = |e: ToolError| CallEnd::failed(CallToolResult::error(vec![]), &e).failure;
+        let e = failure(ToolError::McpError("boom".into())).map(|e| e.message.to_string());
+        assert!(e.is_some_and(|m| m.contains("boom")));
+        assert!(failure(ToolError::McpTimeout("s".into())).is_some());
+        assert!(failure(ToolError::McpNotInitialized("s".into())).is_some());
+        assert!(failure(ToolError::failed("t", "boom")).is_none());
+        assert!(failure(ToolError::PermissionDenied("t".into(), "no".into())).is_none());
+        assert!(
+            CallEnd::ran(CallToolResult::success(vec![]))
+                .failure
+                .is_none()
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -468,10 +482,12 @@ mod tests {
     }
 
     /// A call that ends after `after`, with one text block.
-    fn ends_after(after: Duration) -> tokio::task::JoinHandle<CallToolResult> {
+    fn ends_after(after: Duration) -> tokio::task::JoinHandle<CallEnd> {
         tokio::spawn(async move {
             tokio::time::sleep(after).await;
-            CallToolResult::success(vec![rmcp::model::ContentBlock::text("done")])
+            CallEnd::ran(CallToolResult::success(vec![
+                rmcp::model::ContentBlock::text("done"),
+            ]))
         })
     }
 
