@@ -107,6 +107,8 @@ pub struct LintConfig {
 /// request_state_key_file = "/etc/toolhost/state.key"  # shared by replicas, mode 0600
 /// spare_sandboxes = 8                         # sandboxes prepared ahead (default 0, max 32)
 /// task_support = { export_report = "required", lookup = "forbidden" }
+/// discovery = "search"                        # tools/list: search_tools, call_tool, pinned
+/// pinned = ["read_file"]                      # listed in search mode too
 ///
 /// [serve.clients.analyst]                     # a client as a tenant (docs/mcp.md, "Clients")
 /// token_file = "/etc/toolhost/analyst.token"  # its bearer tokens, mode 0600
@@ -155,6 +157,25 @@ pub struct ServeConfig {
     /// client's tokens is that client's. Clients not listed see every tool.
     #[serde(default)]
     pub clients: std::collections::BTreeMap<String, ServedClientConfig>,
+    /// What `tools/list` shows: `all` (the default) every tool the client may see;
+    /// `search` only `search_tools`, `call_tool` and the `pinned` tools, the rest found
+    /// by search (docs/mcp.md, "Progressive discovery"). `serve --discovery` wins.
+    pub discovery: Option<DiscoveryMode>,
+    /// Tools listed in `search` mode besides the two of the server's own (names as
+    /// served; a client still sees only those its `tools` globs allow).
+    #[serde(default)]
+    pub pinned: Vec<String>,
+}
+
+/// `[serve] discovery`: what `tools/list` shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiscoveryMode {
+    /// Every tool the client may see.
+    #[default]
+    All,
+    /// `search_tools`, `call_tool` and the pinned tools.
+    Search,
 }
 
 /// `[serve.clients.NAME]`: one client of `serve --http` as a tenant.

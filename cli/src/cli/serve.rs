@@ -33,7 +33,9 @@ use std::sync::Arc;
 use toolhost::loader::NoProgress;
 use toolhost::mcp::McpServeError;
 use toolhost::mcp::McpServer;
-use toolhost::mcp::server::{BearerTokens, HttpLimits, HttpServeOptions, ServedClient, StopToken};
+use toolhost::mcp::server::{
+    BearerTokens, Discovery, HttpLimits, HttpServeOptions, ServedClient, StopToken,
+};
 
 /// The environment variable holding one bearer token for `serve --http`.
 const TOKEN_ENV: &str = "TOOLHOST_SERVE_TOKEN";
@@ -121,8 +123,22 @@ pub struct ServeArgs {
     /// after the listener stops accepting, before toolhost exits anyway.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
     drain_timeout: Duration,
+    /// What `tools/list` shows: `all` tools the client may see, or `search`: only
+    /// `search_tools` and `call_tool` (plus `[serve] pinned`), the rest found by search.
+    /// Default: `[serve] discovery` of the config, else `all`.
+    #[arg(long, value_name = "MODE")]
+    discovery: Option<DiscoveryArg>,
     #[command(flatten)]
     audit: super::audit::AuditArgs,
+}
+
+/// `--discovery`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum DiscoveryArg {
+    /// Every tool the client may see.
+    All,
+    /// `search_tools`, `call_tool` and the pinned tools.
+    Search,
 }
 
 /// Resolves on SIGTERM or Ctrl-C (SIGINT).
@@ -319,6 +335,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let host = args.host.clone();
     let ready = readiness.clone();
     let task_support = config.serve.task_support.clone();
+    let search = match args.discovery {
+        Some(DiscoveryArg::Search) => true,
+        Some(DiscoveryArg::All) => false,
+        None => config.serve.discovery == Some(toolhost::config::DiscoveryMode::Search),
+    };
+    let discovery = search.then(|| Discovery::Search {
+        pinned: config.serve.pinned.iter().cloned().collect(),
+    });
     // Watch before loading, so a change made while the start-up load runs is not missed;
     // the changes are applied once it is done. A folder that cannot be watched is a
     // warning: the host serves what it loaded.
@@ -373,12 +397,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "all tools loaded in {:.1} s",
             t0.elapsed().as_secs_f64()
         );
-        // A name in `[serve] task_support` that no tool has is most likely a typo: the
-        // setting then does nothing (a tool of that name may still come by live reload).
-        for name in config.serve.task_support.keys() {
+        // A name in `[serve] task_support` or `pinned` that no tool has is most likely a
+        // typo: the setting then does nothing (a tool of that name may still come by live
+        // reload).
+        let named = config
+            .serve
+            .task_support
+            .keys()
+            .map(|n| ("task_support", n));
+        for (key, name) in named.chain(config.serve.pinned.iter().map(|n| ("pinned", n))) {
             if !background.contains(name) {
                 tracing::warn!(
-                    "[serve] task_support names `{name}`, which no loaded tool has; it applies \
+                    "[serve] {key} names `{name}`, which no loaded tool has; it applies \
                      if such a tool appears"
                 );
             }
@@ -413,6 +443,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_task_support(task_support);
     if let Some(key) = &state_key {
         server = server.with_request_state_key(key)?;
+    }
+    if let Some(discovery) = discovery {
+        server = server.with_discovery(discovery);
     }
     match args.http {
         Some(addr) => {

@@ -9,6 +9,7 @@ mod audit;
 mod cli;
 mod conformance;
 mod deploy;
+mod discovery;
 mod elicit_terminal;
 mod langs;
 mod lifecycle;

@@ -4,6 +4,8 @@
 //!   its permissions (`readOnlyHint` when it declares nothing that writes, deletes or runs
 //!   shell commands; `destructiveHint` for Delete/Shell; `openWorldHint` for Network),
 //!   and the `title`, `icons` and `outputSchema` its source gave (wrapped MCP tools).
+//!   In search mode ([`Discovery::Search`], `server/discovery.rs`) the list holds
+//!   `search_tools`, `call_tool` and the operator's pinned tools instead.
 //! - `tools/call`: runs the full registry pipeline (validation, permission gate, timeout).
 //!   Success returns the output's content blocks as they are (else the render text as one
 //!   text block) plus `structuredContent` (the canonical value, as it is when the tool
@@ -74,6 +76,7 @@ use tracing::Instrument;
 mod auth;
 mod calls;
 mod clients;
+mod discovery;
 mod drain;
 mod gateway_session;
 mod hints;
@@ -93,6 +96,7 @@ use listing::tool_of;
 
 pub use auth::BearerTokens;
 pub use clients::{ServedClient, ServedClientError};
+pub use discovery::{CALL_TOOL, Discovery, SEARCH_TOOLS};
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
 pub use hints::{ListHints, STATIC_LIST_TTL};
 pub use http::{ANY_HOST, HttpLimits, HttpServeOptions, serve_connections};
@@ -137,6 +141,8 @@ pub struct McpServer {
     tasks: Arc<tasks::Tasks>,
     /// How each tool named here may run as a task (others: [`TaskSupport::Optional`]).
     task_support: Arc<BTreeMap<String, TaskSupport>>,
+    /// Progressive discovery (`server/discovery.rs`): `None` lists every tool.
+    search: Option<discovery::SearchMode>,
 }
 
 impl McpServer {
@@ -158,7 +164,22 @@ impl McpServer {
                 .ok(),
             tasks: Arc::default(),
             task_support: Arc::default(),
+            search: None,
         }
+    }
+
+    /// What `tools/list` shows: every tool ([`Discovery::All`], the default), or
+    /// `search_tools`, `call_tool` and the pinned tools ([`Discovery::Search`]; see
+    /// `server/discovery.rs`).
+    pub fn with_discovery(mut self, discovery: Discovery) -> Self {
+        self.search = match discovery {
+            Discovery::All => None,
+            Discovery::Search { pinned } => Some(discovery::SearchMode::new(
+                pinned,
+                toolhost_search::LiveIndex::new(self.registry.clone()),
+            )),
+        };
+        self
     }
 
     /// How the tools named in `support` may run as tasks for clients of the tasks
@@ -301,8 +322,15 @@ impl ServerHandler for McpServer {
             .entries()
             .iter()
             .filter(|e| who.sees(e.name()))
+            .filter(|e| self.search.as_ref().is_none_or(|s| s.is_pinned(e.name())))
             .map(|e| tool_of(e))
             .collect();
+        if self.search.is_some() {
+            // The server's own tools take their names: a registry tool of either name is
+            // reached through `call_tool`.
+            tools.retain(|t| discovery::SearchMode::own_tool(&t.name).is_none());
+            tools.extend(discovery::SearchMode::own_tools());
+        }
         // Lists come in a deterministic order (2026-07-28): by name, the same on every
         // replica whatever order their plugins and servers finished loading in.
         tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -313,14 +341,38 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if self.search.is_some()
+            && let Some(own) = discovery::SearchMode::own_tool(name)
+        {
+            return Some(own);
+        }
         self.registry.entry(name).map(|e| tool_of(&e))
     }
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Search mode's own tools: `search_tools` is answered here; `call_tool` becomes
+        // the call it stands for, before the span, visibility and everything else.
+        if let Some(search) = &self.search {
+            match request.name.as_ref() {
+                discovery::SEARCH_TOOLS => {
+                    let who = identity(&context);
+                    let result = search.search(request.arguments.as_ref(), &who);
+                    return Ok(CallToolResponse::Complete(result));
+                }
+                discovery::CALL_TOOL => match discovery::unwrap_call(request.arguments.take()) {
+                    Ok((name, arguments)) => {
+                        request.name = name.into();
+                        request.arguments = arguments;
+                    }
+                    Err(result) => return Ok(CallToolResponse::Complete(result)),
+                },
+                _ => {}
+            }
+        }
         let span = self.request_span("tools/call", &request.name, &context);
         self.call_tool_traced(request, context)
             .instrument(span)

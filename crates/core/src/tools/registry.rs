@@ -289,6 +289,12 @@ impl ToolRegistry {
         self.inner.changes.subscribe()
     }
 
+    /// The registry's generation: a counter that moves whenever a tool is added,
+    /// replaced or removed (what [`ToolRegistry::watch_changes`] carries).
+    pub fn generation(&self) -> u64 {
+        *self.inner.changes.borrow()
+    }
+
     fn bump(&self) {
         self.inner.changes.send_modify(|g| *g += 1);
     }
