@@ -1,6 +1,6 @@
 //! `cargo xtask bench-docs`: rebuilds `docs/benchmarks.md` from its summary (everything
 //! before the first area section, kept as written) and the area files
-//! `docs/benchmarks/{core,wasm,mcp,llm,langs,tenants}.md`, whose headings are shifted so that each
+//! `docs/benchmarks/{core,wasm,mcp,llm,langs,tenants,search}.md`, whose headings are shifted so that each
 //! area's top heading becomes a level-2 heading. Headings inside code fences are left alone.
 
 use std::path::Path;
@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::{Result, root};
 
 /// The area files, in the order they appear.
-const AREAS: [&str; 6] = ["core", "wasm", "mcp", "llm", "langs", "tenants"];
+const AREAS: [&str; 7] = ["core", "wasm", "mcp", "llm", "langs", "tenants", "search"];
 
 /// The first heading of the first area: where the generated part starts.
 const FIRST_AREA: &str = "Tool core";

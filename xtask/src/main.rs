@@ -8,7 +8,8 @@
 //! - `cargo xtask demo`: builds everything and shows toolhost at work on its examples.
 //! - `cargo xtask bench-docs`: rebuilds `docs/benchmarks.md` from the per-area files.
 //! - `cargo xtask bench-peers`: installs the peers only benchmarks use (hyper-mcp and its
-//!   `add` plugin, for `host/benches/mcp.rs`); `cargo xtask test` does not run it.
+//!   `add` plugin, for `cli/benches/mcp.rs`; the tool-search catalogue, for
+//!   `cli/benches/discovery.rs`); `cargo xtask test` does not run it.
 //! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target of `fuzz/` briefly (also the last
 //!   step of `cargo xtask test`).
 //! - `cargo xtask env`: prints, as shell `export` lines, the variables `cargo xtask test`
@@ -71,7 +72,7 @@ fn main() -> ExitCode {
                  peers     install the test peers (npm, PyPI, Debian docker-registry + minisign)\n  \
                  env       print the tests' environment as `export` lines (eval it to run one test)\n  \
                  bench-docs  rebuild docs/benchmarks.md from docs/benchmarks/*.md\n  \
-                 bench-peers install the benchmarks' own peers (hyper-mcp + its add plugin)\n  \
+                 bench-peers install the benchmarks' own peers (hyper-mcp + its add plugin, the tool-search catalogue)\n  \
                  fuzz      run every cargo-fuzz target of fuzz/ briefly (default 20 s each)\n  \
                  soak      100 000 tools/call over serve --stdio and --http, figures printed\n  \
                  demo      build everything and run toolhost on its example plugins"

@@ -1,6 +1,8 @@
 //! `cargo xtask bench-peers`: the peers only the benchmarks compare against, installed under
 //! `target/peers/hyper-mcp` (never by `cargo xtask test`: no test needs them).
 //!
+//! - the tool-search catalogue: published MCP servers whose tools make the workload of
+//!   `cli/benches/discovery.rs` (`peers_mcp::CATALOGUE_NPM`, `target/peers/mcp/catalogue`);
 //! - hyper-mcp, an MCP server whose tools are Extism plugins, `cargo install`ed from
 //!   crates.io at a pinned version into `target/peers/hyper-mcp/bin/hyper-mcp` (a long
 //!   build: run at `nice -n 19` with one build job unless `CARGO_BUILD_JOBS` says otherwise;
@@ -32,6 +34,7 @@ fn base() -> PathBuf {
 pub fn setup() -> crate::Result {
     let base = base();
     std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+    crate::peers_mcp::setup_catalogue()?;
     install_hyper_mcp(&base)?;
     let wasm = build_plugin(&base)?;
     step("bench peers ready");

