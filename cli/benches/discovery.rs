@@ -29,9 +29,17 @@ use serde_json::{Value, json};
 use toolhost::llm::tokens::TokenCounter;
 use toolhost_testkit::jsonrpc::StdioClient;
 
-/// The catalogue servers: name, entry script under `target/peers/mcp/catalogue/
+/// A catalogue server: name, entry script under `target/peers/mcp/catalogue/
 /// node_modules`, extra arguments and dummy environment.
-const CATALOGUE: &[(&str, &str, &[&str], &[(&str, &str)])] = &[
+type Server = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+);
+
+/// The catalogue servers.
+const CATALOGUE: &[Server] = &[
     (
         "github",
         "@modelcontextprotocol/server-github/dist/index.js",
