@@ -50,6 +50,14 @@ pub struct ChatArgs {
     /// Offer only tools with one of these tags (repeatable).
     #[arg(long = "tag")]
     tags: Vec<String>,
+    /// Which tools each turn offers: `all`, or `search`: the `--search-k` tools a search
+    /// of the conversation ranks first (plus those the model has been calling); a tool
+    /// the model names that was not offered still runs.
+    #[arg(long = "tools", value_name = "MODE", default_value = "all")]
+    selection: SelectionArg,
+    /// With `--tools search`: how many ranked tools each turn offers (1 to 50).
+    #[arg(long, value_name = "K", default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=50))]
+    search_k: u8,
     /// What a permission denial does: `stop` ends the answer with an error; `continue`
     /// tells the model "denied: REASON" and lets it go on.
     #[arg(long, value_enum, default_value_t = OnDeny::Stop)]
@@ -151,6 +159,12 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         max_turns: Some(args.max_turns.max(1)),
         system_prompt: args.system.clone(),
         tool_tags: args.tags.clone(),
+        tool_selection: match args.selection {
+            SelectionArg::All => toolhost::llm::ToolSelection::All,
+            SelectionArg::Search => toolhost::llm::ToolSelection::Search {
+                k: usize::from(args.search_k),
+            },
+        },
         on_denied: match args.on_deny {
             OnDeny::Stop => OnDenied::Stop,
             OnDeny::Continue => OnDenied::Continue,
@@ -376,4 +390,13 @@ mod tests {
         };
         assert_eq!(forced.kind(), ProviderKind::Anthropic);
     }
+}
+
+/// `chat --tools`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SelectionArg {
+    /// Every tool, every turn.
+    All,
+    /// The tools a search of the conversation ranks first.
+    Search,
 }

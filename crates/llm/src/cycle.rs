@@ -42,6 +42,9 @@
 //! history invalid to resubmit.
 
 mod calls;
+mod select;
+
+pub use select::ToolSelection;
 
 use std::collections::HashSet;
 use std::pin::Pin;
@@ -91,6 +94,9 @@ pub struct CycleConfig {
     /// Offer only tools carrying at least one of these tags (empty: every tool). A tool
     /// outside the filter counts as unknown if the model calls it.
     pub tool_tags: Vec<String>,
+    /// Which of those tools each turn offers: all of them (the default), or those a
+    /// search of the conversation ranks first ([`ToolSelection`]).
+    pub tool_selection: ToolSelection,
     /// What to do with invalid tool calls. Default `Retry` with feedback.
     pub invalid_tool_calls: InvalidToolCallPolicy,
     /// Sampling temperature. Default: the server's.
@@ -129,6 +135,7 @@ impl Default for CycleConfig {
             max_tool_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
             system_prompt: None,
             tool_tags: Vec::new(),
+            tool_selection: ToolSelection::All,
             invalid_tool_calls: InvalidToolCallPolicy::default(),
             temperature: None,
             max_tokens: None,
@@ -150,6 +157,8 @@ pub struct LlmCycle {
     usage: Usage,
     last_usage: Option<Usage>,
     counter: TokenCounter,
+    /// The search index of `ToolSelection::Search`, made on first use.
+    index: Option<toolhost_search::LiveIndex>,
 }
 
 impl std::fmt::Debug for LlmCycle {
@@ -225,6 +234,7 @@ impl LlmCycle {
             usage: Usage::default(),
             last_usage: None,
             counter,
+            index: None,
         }
     }
 
@@ -463,16 +473,6 @@ impl LlmCycle {
         Box::pin(stream)
     }
 
-    /// The tool definitions offered this turn.
-    fn offered_tools(&self, registry: &ToolRegistry) -> Vec<ToolDefinition> {
-        if self.config.tool_tags.is_empty() {
-            registry.definitions()
-        } else {
-            let tags = &self.config.tool_tags;
-            registry.definitions_where(|e| e.tags().iter().any(|t| tags.contains(t)))
-        }
-    }
-
     fn cancelled(&self) -> LlmError {
         LlmError::Cancelled {
             messages: self.messages.clone(),
@@ -521,7 +521,7 @@ impl LlmCycle {
             }
 
             // A tool turn: check the calls, record the (possibly repaired) assistant message.
-            let available: Vec<String> = tools.iter().map(|d| d.function.name.clone()).collect();
+            let available = self.callable_tools(registry, &tools);
             let mut message = response.message;
             let (plan, halt) = self.plan_calls(&mut message, &available);
             self.messages.push(ChatMessage::Assistant(message));

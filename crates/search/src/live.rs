@@ -33,6 +33,12 @@ impl LiveIndex {
         }
     }
 
+    /// Whether this is an index of `registry` (the same shared registry, not an equal
+    /// one).
+    pub fn indexes(&self, registry: &ToolRegistry) -> bool {
+        self.registry.same_as(registry)
+    }
+
     /// The index of the registry's tools as they are now.
     pub fn current(&self) -> Arc<ToolIndex> {
         // A poisoned lock means a panic while building: the slot holds either the old

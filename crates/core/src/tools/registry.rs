@@ -289,6 +289,11 @@ impl ToolRegistry {
         self.inner.changes.subscribe()
     }
 
+    /// Whether `other` is a handle of this same registry (clones share one registry).
+    pub fn same_as(&self, other: &ToolRegistry) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The registry's generation: a counter that moves whenever a tool is added,
     /// replaced or removed (what [`ToolRegistry::watch_changes`] carries).
     pub fn generation(&self) -> u64 {

@@ -10,5 +10,6 @@ mod eval;
 mod fakellm;
 mod history;
 mod scripted;
+mod selection;
 mod support;
 mod wasm;
