@@ -109,6 +109,7 @@ pub struct LintConfig {
 /// task_support = { export_report = "required", lookup = "forbidden" }
 /// discovery = "search"                        # tools/list: search_tools, call_tool, pinned
 /// pinned = ["read_file"]                      # listed in search mode too
+/// code_mode = true                            # serve run_code (docs/code-mode.md)
 ///
 /// [serve.clients.analyst]                     # a client as a tenant (docs/mcp.md, "Clients")
 /// token_file = "/etc/toolhost/analyst.token"  # its bearer tokens, mode 0600
@@ -165,6 +166,11 @@ pub struct ServeConfig {
     /// served; a client still sees only those its `tools` globs allow).
     #[serde(default)]
     pub pinned: Vec<String>,
+    /// Serve `run_code`: the model's JavaScript run in a fresh sandbox, its tool calls
+    /// through the pipeline as the client's own (docs/code-mode.md). `serve --code-mode`
+    /// turns it on too.
+    #[serde(default)]
+    pub code_mode: bool,
 }
 
 /// `[serve] discovery`: what `tools/list` shows.

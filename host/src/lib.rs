@@ -36,6 +36,7 @@ pub use toolhost_macros::{tool, toolbox};
 #[doc(hidden)]
 pub use toolhost_core::__private;
 
+pub use toolhost_code as code;
 pub use toolhost_llm as llm;
 pub use toolhost_mcp as mcp;
 pub use toolhost_wasm as wasm;

@@ -128,6 +128,11 @@ pub struct ServeArgs {
     /// Default: `[serve] discovery` of the config, else `all`.
     #[arg(long, value_name = "MODE")]
     discovery: Option<DiscoveryArg>,
+    /// Serve `run_code`: the model writes JavaScript that calls tools, run in a fresh
+    /// WebAssembly sandbox, each inner call through the whole pipeline as the client's
+    /// own (docs/code-mode.md). Also `[serve] code_mode = true`.
+    #[arg(long)]
+    code_mode: bool,
     #[command(flatten)]
     audit: super::audit::AuditArgs,
 }
@@ -340,8 +345,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(DiscoveryArg::All) => false,
         None => config.serve.discovery == Some(toolhost::config::DiscoveryMode::Search),
     };
+    let code_mode = args.code_mode || config.serve.code_mode;
     let discovery = search.then(|| Discovery::Search {
-        pinned: config.serve.pinned.iter().cloned().collect(),
+        pinned: config
+            .serve
+            .pinned
+            .iter()
+            .cloned()
+            .chain(code_mode.then(|| toolhost::code::RUN_CODE.to_string()))
+            .collect(),
     });
     // Watch before loading, so a change made while the start-up load runs is not missed;
     // the changes are applied once it is done. A folder that cannot be watched is a
@@ -357,6 +369,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     tokio::spawn(async move {
         let t0 = std::time::Instant::now();
+        if code_mode {
+            add_run_code(&th, &background).await;
+        }
         tracing::info!("loading the plugins and MCP servers in the background");
         let progress = toolhost::admin::LoadMetrics { next: &NoProgress };
         let report = super::common::load_all(&th, &background, &host, &config, &progress).await;
@@ -516,6 +531,28 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Compiles the code-mode runner (through the compile cache) and registers `run_code`;
+/// a failure is logged and serve goes on without it.
+async fn add_run_code(th: &toolhost::Host, registry: &toolhost::tools::ToolRegistry) {
+    let engine = th.engine().clone();
+    let compiled =
+        tokio::task::spawn_blocking(move || toolhost::code::CodeRunner::new(&engine)).await;
+    match compiled {
+        Ok(Ok(runner)) => {
+            let tool = toolhost::code::RunCodeTool::new(
+                runner,
+                registry.clone(),
+                toolhost::code::RunLimits::default(),
+            );
+            if let Err(e) = registry.register(std::sync::Arc::new(tool)) {
+                tracing::error!("cannot serve run_code: {e}");
+            }
+        }
+        Ok(Err(e)) => tracing::error!("cannot serve run_code: {e}"),
+        Err(e) => tracing::error!("cannot serve run_code: {e}"),
+    }
 }
 
 /// The bytes of a secret file: refused when group or others may read it (Unix).

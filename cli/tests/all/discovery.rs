@@ -348,3 +348,141 @@ fn the_index_follows_the_plugins_folder_over_stdio() {
         "{hits:?}"
     );
 }
+
+/// `serve --discovery search --code-mode`: `run_code` is listed beside the two search
+/// tools, a chain of a plugin's and a wrapped server's tools runs in one call with every
+/// inner call audited under the run's id, and a tenant's script reaches only its own
+/// tools.
+#[test]
+fn a_chain_runs_in_one_run_code_call_and_a_tenant_script_sees_only_its_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let analyst_tokens = dir.path().join("analyst.tokens");
+    write_private(&analyst_tokens, &format!("{ANALYST}\n"));
+    let extra = format!(
+        "discovery = \"search\"\ncode_mode = true\n\n[serve.clients.analyst]\n\
+         token_file = {:?}\ntools = [\"add\", \"multiply\", \"run_code\"]\n",
+        analyst_tokens.display().to_string()
+    );
+    let Some(plugins) = setup(dir.path(), &extra) else {
+        return;
+    };
+    let admin_tokens = dir.path().join("admin.tokens");
+    write_private(&admin_tokens, &format!("{ADMIN}\n"));
+    let audit = dir.path().join("audit.jsonl");
+    let cache = dir.path().join("cache").display().to_string();
+    let serve = toolhost_testkit::serve::ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        dir.path(),
+        &[
+            "--no-watch",
+            "--plugins",
+            plugins.to_str().unwrap(),
+            "--auth-token-file",
+            admin_tokens.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+        ],
+        &[("XDG_CACHE_HOME", &cache)],
+        "all tools loaded",
+        Duration::from_secs(180),
+    );
+    let addr = serve.addr();
+    let list = rpc(&addr, ADMIN, "tools/list", None, json!({}));
+    let names = tool_names(&list["result"]["tools"]);
+    assert_eq!(
+        names.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["call_tool", "run_code", "search_tools"],
+        "{list}"
+    );
+    let run = |token: &str, code: &str| {
+        rpc(
+            &addr,
+            token,
+            "tools/call",
+            Some("run_code"),
+            json!({"name": "run_code", "arguments": {"code": code}}),
+        )["result"]
+            .clone()
+    };
+
+    // A plugin's tools and a wrapped server's, chained and in parallel, in one call.
+    let r = run(
+        ADMIN,
+        r#"const s = await tools.add({x: 2, y: 3});
+           const [p, e] = await Promise.all([tools.multiply({x: s, y: 10}), tools.echo({message: "hi"})]);
+           console.log("sum", s);
+           return {s, p, e};"#,
+    );
+    assert_ne!(r["isError"], true, "{r}\n{}", serve.stderr());
+    let out = &r["structuredContent"];
+    assert_eq!(out["result"]["s"], 5.0, "{r}");
+    assert_eq!(out["result"]["p"], 50.0, "{r}");
+    assert!(out["result"]["e"].to_string().contains("hi"), "{r}");
+    assert_eq!(out["console"], json!(["sum 5"]), "{r}");
+
+    // A tenant's script: its own tools work, another's are not there.
+    let r = run(ANALYST, "return await tools.multiply({x: 6, y: 7});");
+    assert_eq!(r["structuredContent"]["result"], 42.0, "{r}");
+    let r = run(
+        ANALYST,
+        r#"const seen = Object.keys(tools).sort();
+           let echo = "";
+           try { await tools.echo({message: "x"}); } catch (e) { echo = String(e); }
+           return {seen, echo};"#,
+    );
+    assert_eq!(
+        r["structuredContent"]["result"]["seen"],
+        json!(["add", "multiply"]),
+        "{r}"
+    );
+    assert!(
+        r["structuredContent"]["result"]["echo"]
+            .as_str()
+            .unwrap()
+            .contains("not a callable"),
+        "{r}"
+    );
+
+    // A hostile script ends in a clear error; the next run works.
+    let r = run(ADMIN, "while (true) {}");
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        text(&r).contains("fuel") || text(&r).contains("longer than"),
+        "{r}"
+    );
+    let r = run(ADMIN, "return await tools.add({x: 1, y: 1});");
+    assert_eq!(r["structuredContent"]["result"], 2.0, "{r}");
+
+    // The audit trail: each inner call is a record of its own, its id under the run's.
+    drop(serve);
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let runs: Vec<&Value> = records.iter().filter(|r| r["tool"] == "run_code").collect();
+    assert_eq!(runs.len(), 5, "{records:?}");
+    // The run's session and call id name its inner calls: `CALL_ID/N` in that session.
+    let first = runs[0]["call_id"].as_str().unwrap();
+    let session = &runs[0]["session"];
+    let inner: Vec<&str> = records
+        .iter()
+        .filter(|r| &r["session"] == session)
+        .filter(|r| {
+            r["call_id"]
+                .as_str()
+                .is_some_and(|c| c.starts_with(&format!("{first}/")))
+        })
+        .map(|r| r["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(inner.len(), 3, "{records:?}");
+    for t in ["add", "multiply", "echo"] {
+        assert!(inner.contains(&t), "{inner:?}");
+    }
+    assert!(
+        records
+            .iter()
+            .any(|r| r["tool"] == "multiply" && r["client"] == "analyst"),
+        "{records:?}"
+    );
+}

@@ -33,6 +33,7 @@ pub mod render;
 pub mod share;
 pub mod shown;
 pub mod typed;
+pub mod visible;
 
 pub use approvals::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, ApprovalStore, ApprovalStoreError, Approver,
@@ -59,3 +60,4 @@ pub use registry::{
 pub use render::{DEFAULT_MAX_TOOL_RESULT_BYTES, json_kind, truncate_render};
 pub use share::{Caller, Holdings, Refusal, Share, Slot, Slots};
 pub use typed::{DynamicTool, DynamicToolBuilder, Tool, TypedTool, schema_for};
+pub use visible::Visible;

@@ -112,6 +112,7 @@ impl BaseTool for McpTool {
             title: self.info.title.clone(),
             icons: self.info.icons.clone(),
             output_schema: self.info.output_schema.clone(),
+            orchestrates: false,
         }
     }
 

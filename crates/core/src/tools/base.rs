@@ -128,6 +128,11 @@ pub struct ToolMetadata {
     /// serves the canonical value as `structuredContent` as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// The tool runs other tools through the registry (code mode's `run_code`) and
+    /// takes no execution slot itself: its inner calls take theirs. Holding one while
+    /// waiting for inner calls would deadlock a full pool of such tools.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub orchestrates: bool,
 }
 
 /// A display icon of a tool (MCP `Icon`).

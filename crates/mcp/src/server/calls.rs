@@ -16,7 +16,7 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use toolhost_core::tools::escape::escape_line;
-use toolhost_core::tools::{Caller, ToolCall, ToolContext, ToolError, ToolOutput};
+use toolhost_core::tools::{ToolCall, ToolContext, ToolError, ToolOutput};
 
 use super::clients::identity;
 use super::{McpServer, StopToken, TaskSupport, rounds, tasks};
@@ -41,11 +41,12 @@ impl McpServer {
         client: crate::DownstreamClient,
         cancel: StopToken,
         context: &RequestContext<RoleServer>,
-        caller: &Caller,
+        who: &super::clients::Identity,
     ) -> impl std::future::Future<Output = super::tasks::CallEnd> + Send + 'static {
         let registry = self.registry.clone();
         let mut ctx = ToolContext::new(self.session.id.clone(), context.id.to_string())
-            .with(caller.clone())
+            .with(who.caller.clone())
+            .with(who.visible())
             .with_cancellation(cancel)
             .with(client)
             .with(self.session.gateway.log_sink());
@@ -210,7 +211,7 @@ impl McpServer {
                 crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
             let cancel = context.ct.child_token();
             let result = self
-                .call_future(name, args, client, cancel, &context, &who.caller)
+                .call_future(name, args, client, cancel, &context, &who)
                 .await
                 .result;
             return Ok(CallToolResponse::Complete(result));
@@ -228,7 +229,7 @@ impl McpServer {
                 who.id(),
                 &context.ct,
                 |client, cancel| {
-                    let call = self.call_future(name, args, client, cancel, &context, &who.caller);
+                    let call = self.call_future(name, args, client, cancel, &context, &who);
                     async move { Ok(ServerResult::CallToolResult(call.await.result)) }
                 },
             )

@@ -145,6 +145,13 @@ impl Identity {
     pub(crate) fn sees(&self, name: &str) -> bool {
         self.client.as_ref().is_none_or(|c| c.sees(name))
     }
+
+    /// What the client sees, as the predicate its calls carry (code mode's inner calls
+    /// reach only these tools).
+    pub(crate) fn visible(&self) -> toolhost_core::tools::Visible {
+        let client = self.client.clone();
+        toolhost_core::tools::Visible::new(move |name| client.as_ref().is_none_or(|c| c.sees(name)))
+    }
 }
 
 /// Who sent the request of `context` (see the module docs).

@@ -407,7 +407,7 @@ impl super::McpServer {
         let asker = TaskAsker::new(capabilities);
         let client = crate::DownstreamClient::task(asker.clone(), self.session.id.clone());
         let stop = super::StopToken::new();
-        let call = self.call_future(name, args, client, stop.clone(), context, &who.caller);
+        let call = self.call_future(name, args, client, stop.clone(), context, who);
         let outcome = self
             .tasks
             .run(

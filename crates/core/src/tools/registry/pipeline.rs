@@ -279,8 +279,10 @@ impl ToolRegistry {
         let deadline = ctx.deadline();
         let far = tokio::time::Instant::now() + own;
         let caller_deadline = deadline.unwrap_or(far).min(far);
+        let orchestrates = entry.metadata.orchestrates;
         let _slot = tokio::select! {
-            slot = slots.acquire(ctx.get::<Caller>()) => slot,
+            slot = slots.acquire(ctx.get::<Caller>()), if !orchestrates => Some(slot),
+            () = std::future::ready(()), if orchestrates => None,
             _ = ctx.cancellation_token().cancelled() => {
                 return (Err(ToolError::Cancelled(entry.name.clone())), false);
             }

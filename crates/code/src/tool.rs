@@ -1,0 +1,126 @@
+//! [`RunCodeTool`]: the `run_code` tool, a [`CodeRunner`] in a registry.
+
+use std::collections::BTreeSet;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use toolhost_core::tools::{
+    BaseTool, Permission, ToolContext, ToolError, ToolMetadata, ToolOutput, ToolRegistry, Visible,
+};
+
+use crate::{CodeError, CodeRunner, RunLimits};
+
+/// The tool's name.
+pub const RUN_CODE: &str = "run_code";
+
+/// Names a run never calls: itself (no runs inside runs) and the server's discovery
+/// tools (a script calls tools directly).
+const NEVER_INNER: [&str; 3] = [RUN_CODE, "search_tools", "call_tool"];
+
+/// The most bytes of a script.
+const MAX_SCRIPT_BYTES: usize = 100_000;
+
+/// `run_code {code}`: runs a script whose `tools.NAME(args)` calls go through `registry`
+/// as the caller's own calls (see the crate docs).
+pub struct RunCodeTool {
+    runner: CodeRunner,
+    registry: ToolRegistry,
+    limits: RunLimits,
+}
+
+impl RunCodeTool {
+    /// The tool over `registry` (the registry it is registered in) with `limits`.
+    pub fn new(runner: CodeRunner, registry: ToolRegistry, limits: RunLimits) -> Self {
+        Self {
+            runner,
+            registry,
+            limits,
+        }
+    }
+
+    /// The tools a run by the asker of `ctx` may call.
+    fn callable(&self, ctx: &ToolContext) -> BTreeSet<String> {
+        let visible = ctx.get::<Visible>();
+        self.registry
+            .list_tools()
+            .into_iter()
+            .filter(|n| !NEVER_INNER.contains(&n.as_str()))
+            .filter(|n| visible.is_none_or(|v| v.sees(n)))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl BaseTool for RunCodeTool {
+    fn name(&self) -> &str {
+        RUN_CODE
+    }
+
+    fn description(&self) -> &str {
+        "Run a short JavaScript program that calls tools, to do several steps in one go. \
+         `code` is the body of an async function: call a tool with \
+         `await tools.NAME(args)` (or `tools[\"NAME-WITH-DASHES\"](args)`), which returns \
+         the tool's result as a value; start several calls before awaiting them \
+         (`await Promise.all([...])`) to run them in parallel; `return` the answer (any \
+         JSON value). `console.log` output comes back too. A failed tool call throws an \
+         Error with the reason. No files, network or modules: only the tools."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "code": {
+                    "type": "string",
+                    "description": "The body of an async JavaScript function",
+                    "maxLength": MAX_SCRIPT_BYTES
+                }
+            },
+            "required": ["code"],
+            "additionalProperties": false
+        })
+    }
+
+    fn required_permissions(&self) -> Vec<Permission> {
+        Vec::new()
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata {
+            category: "code".into(),
+            // The run waits for its inner calls, which take their own slots.
+            orchestrates: true,
+            timeout: Some(self.limits.timeout + std::time::Duration::from_secs(1)),
+            ..ToolMetadata::default()
+        }
+    }
+
+    async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let code = args.get("code").and_then(Value::as_str).unwrap_or_default();
+        let tools = self.callable(ctx);
+        let run = self
+            .runner
+            .run(code, tools, &self.registry, ctx, &self.limits)
+            .await;
+        let out = match run {
+            Ok(out) => out,
+            Err(CodeError::Cancelled) => return Err(ToolError::Cancelled(RUN_CODE.into())),
+            Err(e) => return Err(ToolError::ExecutionFailed(RUN_CODE.into(), e.to_string())),
+        };
+        let mut render = serde_json::to_string_pretty(&out.value).unwrap_or_default();
+        if !out.console.is_empty() {
+            render.push_str("\n\nconsole:\n");
+            render.push_str(&out.console.join("\n"));
+        }
+        if out.console_dropped > 0 {
+            render.push_str(&format!(
+                "\n({} more console lines not kept)",
+                out.console_dropped
+            ));
+        }
+        Ok(ToolOutput::new(
+            json!({"result": out.value, "console": out.console, "calls": out.calls}),
+            render,
+        ))
+    }
+}
