@@ -177,7 +177,13 @@ fn print_env() {
 /// The crates outside the root workspace (excluded from it): the guest plugins, the test
 /// fixtures, the SDK and the fuzz targets. (`templates/rust` is a template with
 /// placeholders, not a crate until `cargo generate` fills them in.)
-const OTHER_WORKSPACES: &[&str] = &["plugins", "tests/fixtures", "sdk", "fuzz"];
+const OTHER_WORKSPACES: &[&str] = &[
+    "plugins",
+    "tests/fixtures",
+    "sdk",
+    "fuzz",
+    "crates/code/runner",
+];
 
 /// `cargo fmt --all --check` in the root workspace and in each of [`OTHER_WORKSPACES`]:
 /// `--all` covers the root's members only.

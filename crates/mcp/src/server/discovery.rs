@@ -252,7 +252,7 @@ mod tests {
             (json!({"name": "t", "arguments": [1]}), "must be an object"),
             (
                 json!({"name": "t", "extra\u{1b}[31m": 1}),
-                "unknown field `extra\\u{1b}[31m`",
+                "unknown field `extra\\x1b[31m`",
             ),
         ] {
             let r = unwrap_call(args(bad.clone())).unwrap_err();
