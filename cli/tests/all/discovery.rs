@@ -58,6 +58,43 @@ fn setup(dir: &Path, extra: &str) -> Option<PathBuf> {
     Some(plugins)
 }
 
+/// `serve --http` over [`setup`] with `serve_extra` in `[serve]`, an admin token and the
+/// `analyst` client seeing `analyst_tools` (a TOML array), auditing to `dir/audit.jsonl`.
+fn serve_search(
+    dir: &Path,
+    serve_extra: &str,
+    analyst_tools: &str,
+) -> Option<(toolhost_testkit::serve::ServeHttp, PathBuf)> {
+    let analyst_tokens = dir.join("analyst.tokens");
+    write_private(&analyst_tokens, &format!("{ANALYST}\n"));
+    let extra = format!(
+        "{serve_extra}[serve.clients.analyst]\ntoken_file = {:?}\ntools = {analyst_tools}\n",
+        analyst_tokens.display().to_string()
+    );
+    let plugins = setup(dir, &extra)?;
+    let admin_tokens = dir.join("admin.tokens");
+    write_private(&admin_tokens, &format!("{ADMIN}\n"));
+    let audit = dir.join("audit.jsonl");
+    let cache = dir.join("cache").display().to_string();
+    let serve = toolhost_testkit::serve::ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        dir,
+        &[
+            "--no-watch",
+            "--plugins",
+            plugins.to_str().unwrap(),
+            "--auth-token-file",
+            admin_tokens.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+        ],
+        &[("XDG_CACHE_HOME", &cache)],
+        "all tools loaded",
+        Duration::from_secs(180),
+    );
+    Some((serve, audit))
+}
+
 /// One 2026-07-28 request as the holder of `token`: its JSON-RPC message.
 fn rpc(addr: &str, token: &str, method: &str, name: Option<&str>, params: Value) -> Value {
     let caps = json!({"elicitation": {"form": {}}});
@@ -95,36 +132,13 @@ fn text(result: &Value) -> String {
 #[test]
 fn a_search_mode_client_finds_and_calls_through_the_whole_pipeline() {
     let dir = tempfile::tempdir().unwrap();
-    let analyst_tokens = dir.path().join("analyst.tokens");
-    write_private(&analyst_tokens, &format!("{ANALYST}\n"));
-    let extra = format!(
-        "discovery = \"search\"\npinned = [\"add\"]\n\n[serve.clients.analyst]\n\
-         token_file = {:?}\ntools = [\"add\", \"mean\", \"get-sum\"]\n",
-        analyst_tokens.display().to_string()
-    );
-    let Some(plugins) = setup(dir.path(), &extra) else {
+    let Some((serve, audit)) = serve_search(
+        dir.path(),
+        "discovery = \"search\"\npinned = [\"add\"]\n\n",
+        r#"["add", "mean", "get-sum"]"#,
+    ) else {
         return;
     };
-    let admin_tokens = dir.path().join("admin.tokens");
-    write_private(&admin_tokens, &format!("{ADMIN}\n"));
-    let audit = dir.path().join("audit.jsonl");
-    let cache = dir.path().join("cache").display().to_string();
-    let serve = toolhost_testkit::serve::ServeHttp::start(
-        Path::new(env!("CARGO_BIN_EXE_toolhost")),
-        dir.path(),
-        &[
-            "--no-watch",
-            "--plugins",
-            plugins.to_str().unwrap(),
-            "--auth-token-file",
-            admin_tokens.to_str().unwrap(),
-            "--audit",
-            audit.to_str().unwrap(),
-        ],
-        &[("XDG_CACHE_HOME", &cache)],
-        "all tools loaded",
-        Duration::from_secs(120),
-    );
     let addr = serve.addr();
 
     // The list: the two tools of search mode and the pinned one, nothing else.
@@ -356,36 +370,13 @@ fn the_index_follows_the_plugins_folder_over_stdio() {
 #[test]
 fn a_chain_runs_in_one_run_code_call_and_a_tenant_script_sees_only_its_tools() {
     let dir = tempfile::tempdir().unwrap();
-    let analyst_tokens = dir.path().join("analyst.tokens");
-    write_private(&analyst_tokens, &format!("{ANALYST}\n"));
-    let extra = format!(
-        "discovery = \"search\"\ncode_mode = true\n\n[serve.clients.analyst]\n\
-         token_file = {:?}\ntools = [\"add\", \"multiply\", \"run_code\"]\n",
-        analyst_tokens.display().to_string()
-    );
-    let Some(plugins) = setup(dir.path(), &extra) else {
+    let Some((serve, audit)) = serve_search(
+        dir.path(),
+        "discovery = \"search\"\ncode_mode = true\n\n",
+        r#"["add", "multiply", "run_code"]"#,
+    ) else {
         return;
     };
-    let admin_tokens = dir.path().join("admin.tokens");
-    write_private(&admin_tokens, &format!("{ADMIN}\n"));
-    let audit = dir.path().join("audit.jsonl");
-    let cache = dir.path().join("cache").display().to_string();
-    let serve = toolhost_testkit::serve::ServeHttp::start(
-        Path::new(env!("CARGO_BIN_EXE_toolhost")),
-        dir.path(),
-        &[
-            "--no-watch",
-            "--plugins",
-            plugins.to_str().unwrap(),
-            "--auth-token-file",
-            admin_tokens.to_str().unwrap(),
-            "--audit",
-            audit.to_str().unwrap(),
-        ],
-        &[("XDG_CACHE_HOME", &cache)],
-        "all tools loaded",
-        Duration::from_secs(180),
-    );
     let addr = serve.addr();
     let list = rpc(&addr, ADMIN, "tools/list", None, json!({}));
     let names = tool_names(&list["result"]["tools"]);
