@@ -50,9 +50,10 @@ pub struct ChatArgs {
     /// Offer only tools with one of these tags (repeatable).
     #[arg(long = "tag")]
     tags: Vec<String>,
-    /// Which tools each turn offers: `all`, or `search`: the `--search-k` tools a search
-    /// of the conversation ranks first (plus those the model has been calling); a tool
-    /// the model names that was not offered still runs.
+    /// Which tools each turn offers: `all`; `search`: the `--search-k` tools a search of
+    /// the conversation ranks first (plus those the model has been calling; a tool the
+    /// model names that was not offered still runs); `code`: `run_code` alone, a script
+    /// that calls the tools in a sandbox (docs/code-mode.md).
     #[arg(long = "tools", value_name = "MODE", default_value = "all")]
     selection: SelectionArg,
     /// With `--tools search`: how many ranked tools each turn offers (1 to 50).
@@ -147,6 +148,17 @@ impl ModelArgs {
 /// Runs `toolhost chat`.
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let (registry, _problems) = super::common::build_registry(&args.host).await?;
+    if matches!(args.selection, SelectionArg::Code) {
+        // Code mode's runner on an engine of its own (through the same compile cache).
+        let engine = toolhost::wasm::WasmEngine::new()?;
+        let runner =
+            tokio::task::spawn_blocking(move || toolhost::code::CodeRunner::new(&engine)).await??;
+        registry.register(Arc::new(toolhost::code::RunCodeTool::new(
+            runner,
+            registry.clone(),
+            toolhost::code::RunLimits::default(),
+        )))?;
+    }
     // The audit trail, on by default (docs/permissions.md, "Audit trail").
     let audit_config = super::common::load_config(&args.host)?.audit;
     super::audit::attach_default(&registry, &args.audit, &audit_config)?;
@@ -164,6 +176,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
             SelectionArg::Search => toolhost::llm::ToolSelection::Search {
                 k: usize::from(args.search_k),
             },
+            SelectionArg::Code => toolhost::llm::ToolSelection::CodeMode,
         },
         on_denied: match args.on_deny {
             OnDeny::Stop => OnDenied::Stop,
@@ -399,4 +412,6 @@ enum SelectionArg {
     All,
     /// The tools a search of the conversation ranks first.
     Search,
+    /// `run_code` alone: the model writes one script that calls the tools.
+    Code,
 }

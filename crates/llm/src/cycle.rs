@@ -44,7 +44,7 @@
 mod calls;
 mod select;
 
-pub use select::ToolSelection;
+pub use select::{CODE_TOOL, ToolSelection};
 
 use std::collections::HashSet;
 use std::pin::Pin;

@@ -43,7 +43,7 @@ pub mod types;
 
 pub use anthropic::{AnthropicProvider, DEFAULT_ANTHROPIC_KEY_ENV};
 pub use compact::CompactionReport;
-pub use cycle::{CycleConfig, EventStream, LlmCycle, OnDenied, ToolSelection};
+pub use cycle::{CODE_TOOL, CycleConfig, EventStream, LlmCycle, OnDenied, ToolSelection};
 pub use error::LlmError;
 pub use events::StreamEvent;
 pub use openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, RetryPolicy};

@@ -7,6 +7,9 @@
 //!   tool it is working with does not vanish between turns. A tool the model names that
 //!   this turn did not offer still runs, if the registry has it and `tool_tags` allow it:
 //!   the offer is what the model is shown, not a permission.
+//! - `CodeMode`: the registry's `run_code` tool alone (code mode, `toolhost-code`, which
+//!   the caller registers): the model writes one script that calls the tools, and each
+//!   of its inner calls passes the registry's pipeline. Only `run_code` may be called.
 
 use super::*;
 use toolhost_search::{LiveIndex, MAX_QUERY_BYTES, Query};
@@ -27,7 +30,12 @@ pub enum ToolSelection {
         /// How many ranked tools to offer (1 to `toolhost_search::MAX_LIMIT`).
         k: usize,
     },
+    /// The registry's [`CODE_TOOL`] alone (none when the registry has no such tool).
+    CodeMode,
 }
+
+/// The tool `ToolSelection::CodeMode` offers: code mode's `run_code`.
+pub const CODE_TOOL: &str = "run_code";
 
 impl LlmCycle {
     /// Whether `tool_tags` let the model see this tool.
@@ -40,6 +48,13 @@ impl LlmCycle {
         let k = match self.config.tool_selection {
             ToolSelection::All => {
                 return registry.definitions_where(|e| self.tagged(e.tags()));
+            }
+            ToolSelection::CodeMode => {
+                return registry
+                    .entry(CODE_TOOL)
+                    .map(|e| e.definition())
+                    .into_iter()
+                    .collect();
             }
             ToolSelection::Search { k } => k.clamp(1, toolhost_search::MAX_LIMIT),
         };
@@ -78,7 +93,9 @@ impl LlmCycle {
         offered: &[ToolDefinition],
     ) -> Vec<String> {
         match self.config.tool_selection {
-            ToolSelection::All => offered.iter().map(|d| d.function.name.clone()).collect(),
+            ToolSelection::All | ToolSelection::CodeMode => {
+                offered.iter().map(|d| d.function.name.clone()).collect()
+            }
             ToolSelection::Search { .. } => registry
                 .entries()
                 .iter()

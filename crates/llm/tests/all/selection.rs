@@ -136,3 +136,107 @@ async fn search_selection_still_honours_the_tag_filter() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A five-step chain (add, multiply, add, multiply, add) under a scripted model: one tool
+/// turn per step when every tool is offered, against one `run_code` turn in code mode,
+/// whose five inner calls each pass the registry's pipeline. Prints both conversations'
+/// model requests and tokens (docs/benchmarks.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_mode_runs_a_five_step_chain_in_one_model_turn() -> anyhow::Result<()> {
+    use std::sync::{Arc, Mutex};
+    use toolhost_core::tools::{ToolEvent, ToolEventListener};
+
+    struct Completed(Mutex<Vec<(String, String)>>);
+    impl ToolEventListener for Completed {
+        fn on_event(&self, event: &ToolEvent) {
+            if let ToolEvent::Completed { call_id, tool, .. } = event {
+                self.0.lock().unwrap().push((call_id.clone(), tool.clone()));
+            }
+        }
+    }
+
+    let registry = many_tools()?;
+    let engine = toolhost_wasm::WasmEngine::with_options(toolhost_wasm::EngineOptions {
+        cache_dir: Some(std::env::temp_dir().join("toolhost-llm-code-tests-cache")),
+        ..Default::default()
+    })?;
+    let runner = toolhost_code::CodeRunner::new(&engine)?;
+    registry.register(Arc::new(toolhost_code::RunCodeTool::new(
+        runner,
+        registry.clone(),
+        toolhost_code::RunLimits::default(),
+    )))?;
+    let completed = Arc::new(Completed(Mutex::new(Vec::new())));
+    registry.add_listener(completed.clone());
+    let prompt = "Compute ((((1 + 2) * 4) + 5) * 2) + 8 with the tools";
+    let tokens = toolhost_llm::tokens::TokenCounter::for_model("gpt-4o");
+    let cost = |requests: &[Value]| -> usize {
+        requests
+            .iter()
+            .map(|r| tokens.count_text(&r.to_string()))
+            .sum()
+    };
+
+    // Every tool offered, one call per turn.
+    let server = Scripted::start(vec![
+        tools_reply(&[("c1", "add", r#"{"x": 1, "y": 2}"#)]),
+        tools_reply(&[("c2", "mul", r#"{"x": 3, "y": 4}"#)]),
+        tools_reply(&[("c3", "add", r#"{"x": 12, "y": 5}"#)]),
+        tools_reply(&[("c4", "mul", r#"{"x": 17, "y": 2}"#)]),
+        tools_reply(&[("c5", "add", r#"{"x": 34, "y": 8}"#)]),
+        text_reply("42"),
+    ])
+    .await?;
+    let mut c = LlmCycle::new(provider(&server)?, CycleConfig::default());
+    assert_eq!(c.submit_with_tools(prompt, &registry).await?.text(), "42");
+    let direct = server.requests();
+
+    // Code mode: one script.
+    let script = "let v = await tools.add({x: 1, y: 2}); v = await tools.mul({x: v, y: 4}); \
+                  v = await tools.add({x: v, y: 5}); v = await tools.mul({x: v, y: 2}); \
+                  return await tools.add({x: v, y: 8});";
+    let args = json!({ "code": script }).to_string();
+    let server = Scripted::start(vec![
+        tools_reply(&[("r1", "run_code", &args)]),
+        text_reply("42"),
+    ])
+    .await?;
+    completed.0.lock().unwrap().clear();
+    let mut c = LlmCycle::new(
+        provider(&server)?,
+        CycleConfig {
+            tool_selection: ToolSelection::CodeMode,
+            ..Default::default()
+        },
+    );
+    assert_eq!(c.submit_with_tools(prompt, &registry).await?.text(), "42");
+    let answers = assert_history_valid(c.messages());
+    assert!(answers["r1"].starts_with("42"), "{}", answers["r1"]);
+    let code = server.requests();
+    assert_eq!(names(&code[0]), ["run_code"]);
+    // The five inner calls were registry calls, under the run's id.
+    let inner: Vec<(String, String)> = completed
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, t)| t != "run_code")
+        .cloned()
+        .collect();
+    assert_eq!(inner.len(), 5, "{inner:?}");
+    assert!(
+        inner.iter().all(|(id, _)| id.starts_with("r1/")),
+        "{inner:?}"
+    );
+
+    assert_eq!((direct.len(), code.len()), (6, 2));
+    let (d, k) = (cost(&direct), cost(&code));
+    println!(
+        "five-step chain: direct {} model requests, {d} tokens sent; code mode {} requests, {k} tokens sent ({:.2}×)",
+        direct.len(),
+        code.len(),
+        k as f64 / d as f64
+    );
+    assert!(k * 2 < d, "{k} vs {d}");
+    Ok(())
+}
