@@ -102,6 +102,17 @@ fn rpc(addr: &str, token: &str, method: &str, name: Option<&str>, params: Value)
     rpc_message(&r).unwrap_or_else(|| panic!("no message: {} {}", r.head, r.body))
 }
 
+/// `call_tool {name, arguments}` as the holder of `token`: its JSON-RPC message.
+fn through(addr: &str, token: &str, name: &str, arguments: Value) -> Value {
+    rpc(
+        addr,
+        token,
+        "tools/call",
+        Some("call_tool"),
+        json!({"name": "call_tool", "arguments": {"name": name, "arguments": arguments}}),
+    )
+}
+
 fn search(addr: &str, token: &str, args: Value) -> Value {
     let m = rpc(
         addr,
@@ -175,30 +186,12 @@ fn a_search_mode_client_finds_and_calls_through_the_whole_pipeline() {
     assert_eq!(found(&r), ["get-sum"], "{r}");
 
     // call_tool runs the tool as a direct call would.
-    let m = rpc(
-        &addr,
-        ADMIN,
-        "tools/call",
-        Some("call_tool"),
-        json!({"name": "call_tool", "arguments": {"name": "echo", "arguments": {"message": "through"}}}),
-    );
+    let m = through(&addr, ADMIN, "echo", json!({"message": "through"}));
     assert!(text(&m["result"]).contains("through"), "{m}");
-    let m = rpc(
-        &addr,
-        ADMIN,
-        "tools/call",
-        Some("call_tool"),
-        json!({"name": "call_tool", "arguments": {"name": "divide", "arguments": {"x": 1, "y": 0}}}),
-    );
+    let m = through(&addr, ADMIN, "divide", json!({"x": 1, "y": 0}));
     assert_eq!(m["result"]["isError"], true, "{m}");
     // Invalid inner arguments are the inner tool's validation error.
-    let m = rpc(
-        &addr,
-        ADMIN,
-        "tools/call",
-        Some("call_tool"),
-        json!({"name": "call_tool", "arguments": {"name": "add", "arguments": {"x": "one"}}}),
-    );
+    let m = through(&addr, ADMIN, "add", json!({"x": "one"}));
     assert_eq!(
         m["result"]["structuredContent"]["error"], "invalid_arguments",
         "{m}"
@@ -239,15 +232,7 @@ fn a_search_mode_client_finds_and_calls_through_the_whole_pipeline() {
             .all(|n| ["add", "mean", "get-sum"].contains(&n.as_str())),
         "{r}"
     );
-    let call = |token: &str, name: &str| {
-        rpc(
-            &addr,
-            token,
-            "tools/call",
-            Some("call_tool"),
-            json!({"name": "call_tool", "arguments": {"name": name, "arguments": {"message": "x"}}}),
-        )
-    };
+    let call = |token: &str, name: &str| through(&addr, token, name, json!({"message": "x"}));
     let hidden = call(ANALYST, "echo");
     let missing = call(ANALYST, "no-such-tool");
     assert_eq!(
@@ -258,13 +243,7 @@ fn a_search_mode_client_finds_and_calls_through_the_whole_pipeline() {
         text(&hidden["result"]).replace("echo", "X"),
         text(&missing["result"]).replace("no-such-tool", "X")
     );
-    let m = rpc(
-        &addr,
-        ANALYST,
-        "tools/call",
-        Some("call_tool"),
-        json!({"name": "call_tool", "arguments": {"name": "get-sum", "arguments": {"a": 40, "b": 2}}}),
-    );
+    let m = through(&addr, ANALYST, "get-sum", json!({"a": 40, "b": 2}));
     assert!(text(&m["result"]).contains("42"), "{m}");
 
     // Hostile queries: clear errors, nothing else disturbed.
