@@ -17,8 +17,9 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use crate::CodeError;
 use crate::bindings::{Runner, RunnerPre};
 
-/// The limits of one run. Defaults: 30 s, 64 MiB, fuel for about a second of
-/// computation, 100 inner calls, 64 KiB of returned JSON, 16 KiB of console output.
+/// The limits of one run, and how many runs may be in flight. Defaults: 30 s, 64 MiB,
+/// fuel for about a second of computation, 100 inner calls, 64 KiB of returned JSON,
+/// 16 KiB of console output, 8 runs at once.
 #[derive(Debug, Clone)]
 pub struct RunLimits {
     /// Wall-clock time of the whole run, inner calls included.
@@ -33,6 +34,10 @@ pub struct RunLimits {
     pub max_result_bytes: usize,
     /// The most bytes of console output kept (the rest is counted, not kept).
     pub max_console_bytes: usize,
+    /// Runs in flight at once, shared fairly by the callers (each run may hold
+    /// `memory_bytes`): [`crate::RunCodeTool`] takes a place in its own fair pool
+    /// (`toolhost_core::tools::Slots`) before a run starts.
+    pub max_runs: usize,
 }
 
 impl Default for RunLimits {
@@ -44,6 +49,7 @@ impl Default for RunLimits {
             max_calls: 100,
             max_result_bytes: 64 << 10,
             max_console_bytes: 16 << 10,
+            max_runs: 8,
         }
     }
 }

@@ -4,8 +4,11 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use std::sync::Arc;
+
 use toolhost_core::tools::{
-    BaseTool, Permission, ToolContext, ToolError, ToolMetadata, ToolOutput, ToolRegistry, Visible,
+    BaseTool, Caller, Permission, Slots, ToolContext, ToolError, ToolMetadata, ToolOutput,
+    ToolRegistry, Visible,
 };
 
 use crate::{CodeError, CodeRunner, RunLimits};
@@ -26,15 +29,20 @@ pub struct RunCodeTool {
     runner: CodeRunner,
     registry: ToolRegistry,
     limits: RunLimits,
+    /// Places for runs in flight, shared fairly by callers (the registry's own execution
+    /// slots are for the inner calls: `run_code` takes none of them).
+    runs: Arc<Slots>,
 }
 
 impl RunCodeTool {
     /// The tool over `registry` (the registry it is registered in) with `limits`.
     pub fn new(runner: CodeRunner, registry: ToolRegistry, limits: RunLimits) -> Self {
+        let runs = Slots::new(limits.max_runs.max(1));
         Self {
             runner,
             registry,
             limits,
+            runs,
         }
     }
 
@@ -98,6 +106,9 @@ impl BaseTool for RunCodeTool {
     async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let code = args.get("code").and_then(Value::as_str).unwrap_or_default();
         let tools = self.callable(ctx);
+        // A caller flooding runs waits for its own; another caller's run still starts
+        // (the fair share of `Slots`). Waiting counts against the call's timeout.
+        let _place = self.runs.acquire(ctx.get::<Caller>()).await;
         let run = self
             .runner
             .run(code, tools, &self.registry, ctx, &self.limits)

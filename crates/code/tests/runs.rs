@@ -363,3 +363,69 @@ async fn hostile_scripts_end_in_clear_errors_and_the_next_run_works() {
     assert!(e.to_string().contains("never happens"), "{e}");
     good(&w).await;
 }
+
+/// One caller flooding `run_code` (more runs than the pool holds, each waiting on slow
+/// tools) does not hold up another caller's run: it starts and finishes while the
+/// flood's runs are still going, and the flood's own extra runs wait their turn (each
+/// run may hold 64 MiB: runs in flight are bounded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_flooding_runs_does_not_hold_up_another_callers_run() {
+    use toolhost_core::tools::{Caller, ToolCall};
+    let w = world();
+    let tool = toolhost_code::RunCodeTool::new(
+        runner(),
+        w.registry.clone(),
+        RunLimits {
+            max_runs: 2,
+            ..RunLimits::default()
+        },
+    );
+    w.registry.register(Arc::new(tool)).unwrap();
+    let slow =
+        "for (let i = 0; i < 10; i++) { await tools[\"slow-echo\"]({v: i}); } return 'done';";
+    let hog = ToolContext::new("hog", "t").with(Caller::new("hog"));
+    let flood: Vec<_> = (0..6)
+        .map(|i| {
+            let (r, ctx) = (w.registry.clone(), hog.clone());
+            tokio::spawn(async move {
+                r.invoke_call(
+                    ToolCall::with_id(format!("hog-{i}"), "run_code", json!({"code": slow})),
+                    &ctx,
+                )
+                .await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let victim = ToolContext::new("victim", "t").with(Caller::new("victim"));
+    let inv = w
+        .registry
+        .invoke_call(
+            ToolCall::with_id(
+                "v-1",
+                "run_code",
+                json!({"code": "return await tools.mul({x: 6, y: 7});"}),
+            ),
+            &victim,
+        )
+        .await;
+    let out = inv.output.unwrap();
+    assert_eq!(out.canonical["result"], 42);
+    let running = flood.iter().filter(|h| !h.is_finished()).count();
+    assert!(
+        running >= 4,
+        "the flood's runs were still going: {running} of 6"
+    );
+    for h in flood {
+        let inv = h.await.unwrap();
+        assert_eq!(inv.output.unwrap().canonical["result"], "done");
+    }
+    // The flood never had more runs going than the pool: its slow calls (one per run at
+    // a time) never overlapped beyond two.
+    assert!(
+        w.peak.load(Ordering::SeqCst) <= 2,
+        "{}",
+        w.peak.load(Ordering::SeqCst)
+    );
+    good(&w).await;
+}

@@ -70,14 +70,7 @@ pub(crate) fn split_identifiers(text: &str) -> String {
 
 /// At most [`MAX_FIELD_BYTES`] of `s`, cut at a character boundary.
 fn cut(s: &str) -> &str {
-    if s.len() <= MAX_FIELD_BYTES {
-        return s;
-    }
-    let mut end = MAX_FIELD_BYTES;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    toolhost_core::tools::render::head(s, MAX_FIELD_BYTES)
 }
 
 /// The document of one tool: the text its ranking is computed from (see the module

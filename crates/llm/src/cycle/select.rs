@@ -120,15 +120,8 @@ impl LlmCycle {
             }
         }
         parts.reverse();
-        let mut q = parts.join("\n");
-        if q.len() > MAX_QUERY_BYTES {
-            let mut end = MAX_QUERY_BYTES;
-            while !q.is_char_boundary(end) {
-                end -= 1;
-            }
-            q.truncate(end);
-        }
-        q
+        let q = parts.join("\n");
+        toolhost_core::tools::render::head(&q, MAX_QUERY_BYTES).to_string()
     }
 
     /// The tools the model called in the recent messages, most recent first.

@@ -162,7 +162,9 @@ pub(super) fn success_result(out: ToolOutput, declares_output_schema: bool) -> C
     r
 }
 
-fn error_result(kind: &str, message: String) -> CallToolResult {
+/// The MCP result of a call that failed: the message as text (`Error: ...`) and
+/// `structuredContent: {"error": kind, "message": ...}`.
+pub(super) fn error_result(kind: &str, message: String) -> CallToolResult {
     let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
     r.structured_content = Some(json!({"error": kind, "message": message}));
     r

@@ -165,9 +165,7 @@ pub(super) fn unwrap_call(
 /// An invalid-arguments result of one of this mode's own tools.
 fn invalid(tool: &str, message: &str) -> CallToolResult {
     let e = ToolError::InvalidArguments(tool.to_string(), message.to_string());
-    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {e}"))]);
-    r.structured_content = Some(json!({ "error": e.kind(), "message": e.to_string() }));
-    r
+    super::calls::error_result(e.kind(), e.to_string())
 }
 
 fn object(v: Value) -> Arc<JsonObject> {
