@@ -422,6 +422,31 @@ fn a_chain_runs_in_one_run_code_call_and_a_tenant_script_sees_only_its_tools() {
     );
     let r = run(ADMIN, "return await tools.add({x: 1, y: 1});");
     assert_eq!(r["structuredContent"]["result"], 2.0, "{r}");
+    // A failed run: the reason, then what the script printed before it failed.
+    let r = run(
+        ADMIN,
+        "console.log('step one done'); throw new Error('step two failed');",
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        text(&r).contains("step two failed") && text(&r).contains("console:\nstep one done"),
+        "{r}"
+    );
+
+    // With run_code at hand, search_tools answers in TypeScript too, for this client's
+    // tools alone.
+    let found = rpc(
+        &addr,
+        ANALYST,
+        "tools/call",
+        Some("search_tools"),
+        json!({"name": "search_tools", "arguments": {"query": "multiply two numbers"}}),
+    )["result"]["structuredContent"]
+        .clone();
+    let ts = found["typescript"].as_str().unwrap_or_default();
+    assert!(ts.starts_with("declare const tools: {"), "{found}");
+    assert!(ts.contains("  multiply(args: {"), "{found}");
+    assert!(!ts.contains("echo"), "{found}");
 
     // The audit trail: each inner call is a record of its own, its id under the run's.
     drop(serve);
@@ -431,7 +456,7 @@ fn a_chain_runs_in_one_run_code_call_and_a_tenant_script_sees_only_its_tools() {
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
     let runs: Vec<&Value> = records.iter().filter(|r| r["tool"] == "run_code").collect();
-    assert_eq!(runs.len(), 5, "{records:?}");
+    assert_eq!(runs.len(), 6, "{records:?}");
     // The run's session and call id name its inner calls: `CALL_ID/N` in that session.
     let first = runs[0]["call_id"].as_str().unwrap();
     let session = &runs[0]["session"];

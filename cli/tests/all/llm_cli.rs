@@ -376,3 +376,68 @@ fn chat_on_deny_continue_gives_the_model_the_denial_and_stop_ends_the_answer() {
     );
     assert_eq!(seen.lock().unwrap().len(), 1, "{shown}");
 }
+
+/// `chat --tools code`: the model is offered `run_code` alone, its description declaring
+/// the calc plugin's tools in TypeScript; the model's one script chains two of them in
+/// the plugin's sandbox and the answer comes from the next turn.
+#[test]
+fn chat_tools_code_offers_run_code_with_declarations_and_runs_the_script() {
+    let Some(dir) = work() else { return };
+    let script = json!({"code": "const s = await tools.add({x: 2, y: 3}); \
+                                 return await tools.multiply({x: s, y: 4});"})
+    .to_string();
+    let (base, seen) = scripted(vec![
+        openai_sse_call("run_code", &script),
+        openai_sse_text("The answer is 20."),
+    ]);
+    let url = format!("{base}/v1");
+    let out = toolhost(
+        dir.path(),
+        &[
+            "chat",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--tools",
+            "code",
+            "--prompt",
+            "(2 + 3) * 4?",
+        ],
+    );
+    let shown = toolhost_testkit::show(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("The answer is 20."),
+        "{shown}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{shown}");
+    let offered: Vec<&str> = seen[0].2["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(offered, ["run_code"], "{shown}");
+    let description = seen[0].2["tools"][0]["function"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(
+        description.contains("declare const tools: {")
+            && description.contains("  add(args: {")
+            && description.contains("  multiply(args: {"),
+        "{description}"
+    );
+    let tool_msg = seen[1].2["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(
+        tool_msg["content"].as_str().unwrap().starts_with("20"),
+        "{tool_msg}"
+    );
+}

@@ -23,7 +23,7 @@
 mod runner;
 mod tool;
 
-pub use runner::{CodeRunner, RunLimits, RunOutput};
+pub use runner::{CodeRunner, RunFailure, RunLimits, RunOutput};
 pub use tool::{RUN_CODE, RunCodeTool};
 
 /// The runner component (built from `runner/` by `build.rs`).

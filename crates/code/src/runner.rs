@@ -67,6 +67,32 @@ pub struct RunOutput {
     pub calls: u32,
 }
 
+/// A run that did not give a result: why, and what its console printed before it stopped
+/// (a script's own `console.log` lines are often the best clue to what went wrong).
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct RunFailure {
+    /// Why.
+    pub error: CodeError,
+    /// The console lines kept, in order.
+    pub console: Vec<String>,
+    /// Console lines dropped past [`RunLimits::max_console_bytes`].
+    pub console_dropped: usize,
+    /// Inner calls started.
+    pub calls: u32,
+}
+
+impl From<CodeError> for RunFailure {
+    fn from(error: CodeError) -> Self {
+        Self {
+            error,
+            console: Vec::new(),
+            console_dropped: 0,
+            calls: 0,
+        }
+    }
+}
+
 /// The runner compiled on an engine, ready to run scripts.
 #[derive(Clone)]
 pub struct CodeRunner {
@@ -209,7 +235,7 @@ impl CodeRunner {
         registry: &ToolRegistry,
         ctx: &ToolContext,
         limits: &RunLimits,
-    ) -> Result<RunOutput, CodeError> {
+    ) -> Result<RunOutput, RunFailure> {
         let names: Vec<String> = tools.iter().cloned().collect();
         let state = RunState {
             // Nothing granted: no folders, no network, no environment; stdout and stderr
@@ -260,14 +286,22 @@ impl CodeRunner {
         // The wall-clock bound covers the time spent waiting on inner calls too (the
         // epoch only ticks while the script itself runs).
         let outcome = tokio::select! {
-            r = tokio::time::timeout(limits.timeout, work) => r,
-            _ = ctx.cancellation_token().cancelled() => return Err(CodeError::Cancelled),
+            r = tokio::time::timeout(limits.timeout, work) => Some(r),
+            _ = ctx.cancellation_token().cancelled() => None,
         };
         let state = store.data();
+        let b = &state.bridge;
+        let fail = |error| RunFailure {
+            error,
+            console: b.console.clone(),
+            console_dropped: b.console_dropped,
+            calls: b.started,
+        };
         let result = match outcome {
-            Err(_) => return Err(CodeError::Timeout(secs)),
-            Ok(Err(trap)) => {
-                return Err(if state.timed_out {
+            None => return Err(fail(CodeError::Cancelled)),
+            Some(Err(_)) => return Err(fail(CodeError::Timeout(secs))),
+            Some(Ok(Err(trap))) => {
+                return Err(fail(if state.timed_out {
                     CodeError::Timeout(secs)
                 } else if state.limiter.exceeded {
                     CodeError::OutOfMemory(limits.memory_bytes >> 20)
@@ -283,19 +317,18 @@ impl CodeRunner {
                     CodeError::Trap("the stack was exhausted (recursion too deep)".into())
                 } else {
                     CodeError::Trap(format!("{trap:#}"))
-                });
+                }));
             }
-            Ok(Ok(Err(script_error))) => return Err(CodeError::Script(script_error)),
-            Ok(Ok(Ok(json))) => json,
+            Some(Ok(Ok(Err(script_error)))) => return Err(fail(CodeError::Script(script_error))),
+            Some(Ok(Ok(Ok(json)))) => json,
         };
         if result.len() > limits.max_result_bytes {
-            return Err(CodeError::ResultTooLarge {
+            return Err(fail(CodeError::ResultTooLarge {
                 bytes: result.len(),
                 max: limits.max_result_bytes,
-            });
+            }));
         }
         let value = serde_json::from_str(&result).unwrap_or(Value::String(result));
-        let b = &state.bridge;
         Ok(RunOutput {
             value,
             console: b.console.clone(),

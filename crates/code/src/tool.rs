@@ -115,23 +115,33 @@ impl BaseTool for RunCodeTool {
             .await;
         let out = match run {
             Ok(out) => out,
-            Err(CodeError::Cancelled) => return Err(ToolError::Cancelled(RUN_CODE.into())),
-            Err(e) => return Err(ToolError::ExecutionFailed(RUN_CODE.into(), e.to_string())),
+            Err(f) if matches!(f.error, CodeError::Cancelled) => {
+                return Err(ToolError::Cancelled(RUN_CODE.into()));
+            }
+            Err(f) => {
+                // What the script printed before it failed goes with the reason: it is
+                // often what tells the model how to fix the script.
+                let mut why = f.error.to_string();
+                push_console(&mut why, &f.console, f.console_dropped);
+                return Err(ToolError::ExecutionFailed(RUN_CODE.into(), why));
+            }
         };
         let mut render = serde_json::to_string_pretty(&out.value).unwrap_or_default();
-        if !out.console.is_empty() {
-            render.push_str("\n\nconsole:\n");
-            render.push_str(&out.console.join("\n"));
-        }
-        if out.console_dropped > 0 {
-            render.push_str(&format!(
-                "\n({} more console lines not kept)",
-                out.console_dropped
-            ));
-        }
+        push_console(&mut render, &out.console, out.console_dropped);
         Ok(ToolOutput::new(
             json!({"result": out.value, "console": out.console, "calls": out.calls}),
             render,
         ))
+    }
+}
+
+/// Appends a run's console lines (and how many were not kept) to `text`.
+fn push_console(text: &mut String, lines: &[String], dropped: usize) {
+    if !lines.is_empty() {
+        text.push_str("\n\nconsole:\n");
+        text.push_str(&lines.join("\n"));
+    }
+    if dropped > 0 {
+        text.push_str(&format!("\n({dropped} more console lines not kept)"));
     }
 }

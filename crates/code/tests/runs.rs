@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost_code::{CodeError, CodeRunner, RunLimits};
+use toolhost_code::{CodeError, CodeRunner, RunFailure, RunLimits};
 use toolhost_core::tools::{
     DynamicTool, ToolContext, ToolEvent, ToolEventListener, ToolOutput, ToolRegistry,
 };
@@ -139,6 +139,14 @@ async fn run(
     code: &str,
     limits: &RunLimits,
 ) -> Result<toolhost_code::RunOutput, CodeError> {
+    run_with_console(w, code, limits).await.map_err(|f| f.error)
+}
+
+async fn run_with_console(
+    w: &World,
+    code: &str,
+    limits: &RunLimits,
+) -> Result<toolhost_code::RunOutput, RunFailure> {
     let tools: BTreeSet<String> = ["kv_get", "kv_put", "mul", "slow-echo", "wipe"]
         .iter()
         .map(|s| s.to_string())
@@ -253,6 +261,41 @@ async fn errors_reach_the_script_and_the_model_as_text() {
         "{}",
         out.value
     );
+    good(&w).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_keeps_what_its_console_printed() {
+    let w = world();
+    // A throw after a call and two lines of output.
+    let code = r#"
+        console.log("got", await tools.mul({x: 6, y: 7}));
+        console.warn("about to fail");
+        throw new Error("gave up");
+    "#;
+    let f = run_with_console(&w, code, &RunLimits::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&f.error, CodeError::Script(m) if m.contains("gave up")),
+        "{f}"
+    );
+    assert_eq!(f.console, vec!["got 42", "warn: about to fail"]);
+    assert_eq!(f.calls, 1);
+    // A loop that never ends, after printing: the line survives the stop.
+    let quick = RunLimits {
+        fuel: 50_000_000,
+        timeout: std::time::Duration::from_secs(5),
+        ..RunLimits::default()
+    };
+    let f = run_with_console(&w, "console.log('before the loop'); for (;;) {}", &quick)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(f.error, CodeError::OutOfFuel | CodeError::Timeout(_)),
+        "{f}"
+    );
+    assert_eq!(f.console, vec!["before the loop"]);
     good(&w).await;
 }
 

@@ -22,11 +22,16 @@
 //! [`MAX_FIELD_BYTES`] per field and [`MAX_PARAMETERS`] parameters (definitions come from
 //! plugin authors and MCP servers, neither trusted).
 
+mod declare;
 mod index;
 mod live;
 mod query;
 mod text;
 
+pub use declare::{
+    MAX_DECLARATION_BYTES, MAX_DEPTH, MAX_DOC_CHARS, MAX_VARIANTS, declaration, declarations,
+    declare,
+};
 pub use index::{Hit, ToolIndex};
 pub use live::LiveIndex;
 pub use query::{DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_BYTES, MAX_QUERY_TERMS, Query, SearchError};

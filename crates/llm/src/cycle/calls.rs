@@ -129,6 +129,17 @@ impl LlmCycle {
                 .child(&format!("turn-{turn}"))
                 .with_deadline(tokio::time::Instant::now() + budget)
                 .with_max_result_bytes(self.config.max_tool_result_bytes);
+            if !self.config.tool_tags.is_empty() {
+                // A tool that runs others (code mode's run) reaches only the tools the
+                // tags let the model see.
+                let tags = self.config.tool_tags.clone();
+                let tools = registry.clone();
+                turn_ctx = turn_ctx.with(toolhost_core::tools::Visible::new(move |name| {
+                    tools
+                        .entry(name)
+                        .is_some_and(|e| e.tags().iter().any(|t| tags.contains(t)))
+                }));
+            }
             match events {
                 None => invocations = registry.invoke_calls(calls, &turn_ctx).await,
                 Some(events) => {

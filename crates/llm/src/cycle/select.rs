@@ -10,6 +10,8 @@
 //! - `CodeMode`: the registry's `run_code` tool alone (code mode, `toolhost-code`, which
 //!   the caller registers): the model writes one script that calls the tools, and each
 //!   of its inner calls passes the registry's pipeline. Only `run_code` may be called.
+//!   Its offer declares the tools a script may call in TypeScript, and a run sees only
+//!   the tools `tool_tags` allow (the run's context carries them as `Visible`).
 
 use super::*;
 use toolhost_search::{LiveIndex, MAX_QUERY_BYTES, Query};
@@ -37,6 +39,13 @@ pub enum ToolSelection {
 /// The tool `ToolSelection::CodeMode` offers: code mode's `run_code`.
 pub const CODE_TOOL: &str = "run_code";
 
+/// Tools a script never calls (code mode refuses them inside a run), so not declared.
+const NOT_IN_SCRIPTS: [&str; 3] = [CODE_TOOL, "search_tools", "call_tool"];
+
+/// The most bytes of TypeScript declarations in `run_code`'s offer (about 8,000 tokens);
+/// tools past it are named, not declared.
+const CODE_DECLARATIONS_BUDGET: usize = 32 << 10;
+
 impl LlmCycle {
     /// Whether `tool_tags` let the model see this tool.
     fn tagged(&self, tags: &[String]) -> bool {
@@ -50,11 +59,23 @@ impl LlmCycle {
                 return registry.definitions_where(|e| self.tagged(e.tags()));
             }
             ToolSelection::CodeMode => {
-                return registry
-                    .entry(CODE_TOOL)
-                    .map(|e| e.definition())
-                    .into_iter()
-                    .collect();
+                let Some(code) = registry.entry(CODE_TOOL) else {
+                    return Vec::new();
+                };
+                // The model writes calls it has seen the signatures of: the tools a
+                // script may call, as TypeScript, after `run_code`'s own description.
+                let entries = registry.entries();
+                let callable = entries
+                    .iter()
+                    .filter(|e| !NOT_IN_SCRIPTS.contains(&e.name()) && self.tagged(e.tags()))
+                    .map(|e| &**e);
+                let mut def = code.definition();
+                def.function.description = format!(
+                    "{}\n\nThe tools a script may call:\n```ts\n{}```",
+                    def.function.description,
+                    toolhost_search::declarations(callable, CODE_DECLARATIONS_BUDGET)
+                );
+                return vec![def];
             }
             ToolSelection::Search { k } => k.clamp(1, toolhost_search::MAX_LIMIT),
         };

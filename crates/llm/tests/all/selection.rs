@@ -240,3 +240,88 @@ async fn code_mode_runs_a_five_step_chain_in_one_model_turn() -> anyhow::Result<
     assert!(k * 2 < d, "{k} vs {d}");
     Ok(())
 }
+
+/// Code mode under `tool_tags`: `run_code`'s offer declares, in TypeScript, the tools the
+/// tags allow and no other, and a script cannot reach a tool the tags hide (it is not in
+/// the run's `tools` at all), while the allowed tool runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_mode_declares_and_reaches_only_the_tools_the_tags_allow() -> anyhow::Result<()> {
+    use std::sync::Arc;
+    use toolhost_core::tools::ToolMetadata;
+
+    let registry = many_tools()?;
+    let desk = ToolMetadata {
+        tags: vec!["desk".into()],
+        ..ToolMetadata::default()
+    };
+    registry.register(
+        DynamicTool::builder("open_ticket")
+            .description("Open a help-desk ticket by its id")
+            .parameters(json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}))
+            .metadata(desk)
+            .handler(|args, _| async move { Ok(ToolOutput::json(json!({"opened": args["id"]}))) })
+            .build_dyn(),
+    )?;
+    let engine = toolhost_wasm::WasmEngine::with_options(toolhost_wasm::EngineOptions {
+        cache_dir: Some(std::env::temp_dir().join("toolhost-llm-code-tests-cache")),
+        ..Default::default()
+    })?;
+    registry.register(Arc::new(toolhost_code::RunCodeTool::new(
+        toolhost_code::CodeRunner::new(&engine)?,
+        registry.clone(),
+        toolhost_code::RunLimits::default(),
+    )))?;
+    let script = "const r = []; \
+                  try { await tools.delete_invoice({id: '1'}); } catch (e) { r.push(String(e)); } \
+                  r.push(typeof tools.add); \
+                  r.push(await tools.open_ticket({id: '7'})); return r;";
+    let server = Scripted::start(vec![
+        tools_reply(&[("r1", "run_code", &json!({ "code": script }).to_string())]),
+        text_reply("done"),
+    ])
+    .await?;
+    let mut c = LlmCycle::new(
+        provider(&server)?,
+        CycleConfig {
+            tool_selection: ToolSelection::CodeMode,
+            tool_tags: vec!["desk".into()],
+            ..Default::default()
+        },
+    );
+    c.submit_with_tools("open ticket 7", &registry).await?;
+    let requests = server.requests();
+    assert_eq!(names(&requests[0]), ["run_code"]);
+    let offer = requests[0]["tools"][0]["function"]["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        offer.contains("/** Open a help-desk ticket by its id */")
+            && offer.contains("open_ticket(args: {\n")
+            && offer.contains("id: string;"),
+        "{offer}"
+    );
+    assert!(
+        !offer.contains("delete_invoice") && !offer.contains("add("),
+        "{offer}"
+    );
+    let answers = assert_history_valid(c.messages());
+    let run: Value = serde_json::from_str(
+        answers["r1"]
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .collect::<String>()
+            .as_str(),
+    )
+    .unwrap_or(Value::Null);
+    assert!(
+        run[0]
+            .as_str()
+            .is_some_and(|e| e.contains("not a callable function") || e.contains("undefined")),
+        "{}",
+        answers["r1"]
+    );
+    assert_eq!(run[1], "undefined", "{}", answers["r1"]);
+    assert_eq!(run[2], json!({"opened": "7"}), "{}", answers["r1"]);
+    Ok(())
+}

@@ -12,6 +12,8 @@
 //!   request's span all see the inner tool, exactly as a direct call of it.
 //! - A direct `tools/call` of a tool found by search works as well: the list is what
 //!   is shown, not what may be called.
+//! - When the client may call code mode's `run_code`, the answer also holds the tools
+//!   found as TypeScript declarations (`typescript`), the form a script calls them in.
 //! - Both names are the server's in this mode: a registry tool named `search_tools` or
 //!   `call_tool` is reached through `call_tool`.
 
@@ -21,7 +23,7 @@ use std::sync::Arc;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use toolhost_core::tools::ToolError;
-use toolhost_search::{LiveIndex, MAX_LIMIT, MAX_QUERY_BYTES, Query};
+use toolhost_search::{LiveIndex, MAX_LIMIT, MAX_QUERY_BYTES, Query, declarations};
 
 use super::clients::Identity;
 use super::listing::tool_of;
@@ -30,6 +32,14 @@ use super::listing::tool_of;
 pub const SEARCH_TOOLS: &str = "search_tools";
 /// The name of the call-through tool of [`Discovery::Search`] mode.
 pub const CALL_TOOL: &str = "call_tool";
+
+/// Code mode's tool (`toolhost-code`): when a client may call it, `search_tools` answers
+/// with the TypeScript declarations its scripts call the tools found by.
+const RUN_CODE: &str = "run_code";
+
+/// The most bytes of declarations one `search_tools` answer carries (50 tools at most;
+/// those past it are named, not declared).
+const DECLARATIONS_BUDGET: usize = 32 << 10;
 
 /// What `tools/list` shows.
 #[derive(Debug, Clone, Default)]
@@ -111,15 +121,26 @@ impl SearchMode {
             .filter_map(|h| index.entry(&h.name))
             .filter_map(|e| serde_json::to_value(tool_of(e)).ok())
             .collect();
+        let mut answer = json!({ "tools": &tools });
+        // With code mode on for this client, the tools found come as TypeScript too: a
+        // script calls them as `tools.NAME(args)`, and writes that best from a signature.
+        if who.sees(RUN_CODE) && index.entry(RUN_CODE).is_some() {
+            let found = hits
+                .iter()
+                .filter(|h| h.name != RUN_CODE)
+                .filter_map(|h| index.entry(&h.name))
+                .map(|e| &**e);
+            answer["typescript"] = json!(declarations(found, DECLARATIONS_BUDGET));
+        }
         let text = if tools.is_empty() {
             "No tool matches this query. Try other words: what the task does, or the kind \
              of thing it works on."
                 .to_string()
         } else {
-            json!({ "tools": &tools }).to_string()
+            answer.to_string()
         };
         let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
-        r.structured_content = Some(json!({ "tools": tools }));
+        r.structured_content = Some(answer);
         r
     }
 }
