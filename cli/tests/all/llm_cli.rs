@@ -186,6 +186,17 @@ fn chat_speaks_anthropic_and_reports_tokens() {
     assert!(results[0]["content"].as_str().unwrap().contains("42"));
 }
 
+/// The tool message of a chat request's history.
+fn tool_message(request: &Value) -> Value {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap()
+}
+
 fn openai_call(name: &str, args: &str) -> String {
     json!({"id": "c", "object": "chat.completion", "model": "m", "choices": [{"index": 0,
         "message": {"role": "assistant", "content": null, "tool_calls": [
@@ -344,13 +355,7 @@ fn chat_on_deny_continue_gives_the_model_the_denial_and_stop_ends_the_answer() {
     );
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 2, "{shown}");
-    let tool_msg = seen[1].2["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .cloned()
-        .unwrap();
+    let tool_msg = tool_message(&seen[1].2);
     assert!(
         tool_msg["content"]
             .as_str()
@@ -429,13 +434,7 @@ fn chat_tools_code_offers_run_code_with_declarations_and_runs_the_script() {
             && description.contains("  multiply(args: {"),
         "{description}"
     );
-    let tool_msg = seen[1].2["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .cloned()
-        .unwrap();
+    let tool_msg = tool_message(&seen[1].2);
     assert!(
         tool_msg["content"].as_str().unwrap().starts_with("20"),
         "{tool_msg}"
