@@ -34,6 +34,21 @@ fn many_tools() -> anyhow::Result<toolhost_core::tools::ToolRegistry> {
     Ok(registry)
 }
 
+/// Registers code mode's `run_code` over `registry` (the runner compiled through a cache
+/// shared by these tests).
+fn with_run_code(registry: &toolhost_core::tools::ToolRegistry) -> anyhow::Result<()> {
+    let engine = toolhost_wasm::WasmEngine::with_options(toolhost_wasm::EngineOptions {
+        cache_dir: Some(std::env::temp_dir().join("toolhost-llm-code-tests-cache")),
+        ..Default::default()
+    })?;
+    registry.register(std::sync::Arc::new(toolhost_code::RunCodeTool::new(
+        toolhost_code::CodeRunner::new(&engine)?,
+        registry.clone(),
+        toolhost_code::RunLimits::default(),
+    )))?;
+    Ok(())
+}
+
 fn names(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
@@ -156,16 +171,7 @@ async fn code_mode_runs_a_five_step_chain_in_one_model_turn() -> anyhow::Result<
     }
 
     let registry = many_tools()?;
-    let engine = toolhost_wasm::WasmEngine::with_options(toolhost_wasm::EngineOptions {
-        cache_dir: Some(std::env::temp_dir().join("toolhost-llm-code-tests-cache")),
-        ..Default::default()
-    })?;
-    let runner = toolhost_code::CodeRunner::new(&engine)?;
-    registry.register(Arc::new(toolhost_code::RunCodeTool::new(
-        runner,
-        registry.clone(),
-        toolhost_code::RunLimits::default(),
-    )))?;
+    with_run_code(&registry)?;
     let completed = Arc::new(Completed(Mutex::new(Vec::new())));
     registry.add_listener(completed.clone());
     let prompt = "Compute ((((1 + 2) * 4) + 5) * 2) + 8 with the tools";
@@ -246,7 +252,6 @@ async fn code_mode_runs_a_five_step_chain_in_one_model_turn() -> anyhow::Result<
 /// the run's `tools` at all), while the allowed tool runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_mode_declares_and_reaches_only_the_tools_the_tags_allow() -> anyhow::Result<()> {
-    use std::sync::Arc;
     use toolhost_core::tools::ToolMetadata;
 
     let registry = many_tools()?;
@@ -262,15 +267,7 @@ async fn code_mode_declares_and_reaches_only_the_tools_the_tags_allow() -> anyho
             .handler(|args, _| async move { Ok(ToolOutput::json(json!({"opened": args["id"]}))) })
             .build_dyn(),
     )?;
-    let engine = toolhost_wasm::WasmEngine::with_options(toolhost_wasm::EngineOptions {
-        cache_dir: Some(std::env::temp_dir().join("toolhost-llm-code-tests-cache")),
-        ..Default::default()
-    })?;
-    registry.register(Arc::new(toolhost_code::RunCodeTool::new(
-        toolhost_code::CodeRunner::new(&engine)?,
-        registry.clone(),
-        toolhost_code::RunLimits::default(),
-    )))?;
+    with_run_code(&registry)?;
     let script = "const r = []; \
                   try { await tools.delete_invoice({id: '1'}); } catch (e) { r.push(String(e)); } \
                   r.push(typeof tools.add); \
