@@ -24,12 +24,14 @@
 //!   bytes), [`MAX_TOOL_PAGES`] pages and the timeout; a tool nested too deep or too large
 //!   is refused by name and the others are kept (`client/listing.rs`).
 
+mod call;
 mod connection;
 mod features;
 mod hooks;
 mod http_client;
 mod listen;
 mod listing;
+mod open;
 mod rounds;
 mod routes;
 mod tasks;
@@ -43,29 +45,24 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, ProgressToken, RequestId, ServerResult,
-};
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
+use rmcp::model::ProgressToken;
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use toolhost_core::tools::{FunctionDefinition, ToolContext, ToolDefinition, ToolOutput};
 
 use crate::error::McpClientError;
-use crate::info::{McpToolInfo, output_from_result};
+use crate::info::McpToolInfo;
 use crate::rating::McpToolRules;
 use crate::stdio::StdioLimits;
 use connection::Conn;
-pub use features::{
-    MAX_INSTRUCTIONS_BYTES, MAX_ITEMS, MAX_PAGES, UpstreamError, UpstreamEvent, UpstreamInfo,
-};
+pub use features::{MAX_INSTRUCTIONS_BYTES, MAX_ITEMS, MAX_PAGES, UpstreamError, UpstreamInfo};
+pub use hooks::UpstreamEvent;
 pub use listing::{
     DEFAULT_MAX_TOOLS, DEFAULT_MAX_TOOLS_BYTES, MAX_TOOL_BYTES, MAX_TOOL_DEPTH, MAX_TOOL_PAGES,
     ToolLimits,
 };
-pub use transport::McpTransport;
+pub use transport::{McpProtocol, McpTransport};
 
 /// Default time budget of one MCP request: 30 s.
 pub const DEFAULT_MCP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -85,7 +82,7 @@ struct Config {
     /// ([`crate::attribution`]).
     allow_secret_fields: bool,
     /// The protocol revision spoken to the server.
-    protocol: crate::config::McpProtocol,
+    protocol: McpProtocol,
     /// How much of the server's tool list is kept.
     tool_limits: ToolLimits,
     /// Replaces the secrets given to the server in what its tools return.
@@ -167,7 +164,7 @@ impl McpClient {
                 oauth: None,
                 oauth_client: Default::default(),
                 allow_secret_fields: false,
-                protocol: crate::config::McpProtocol::Initialize,
+                protocol: McpProtocol::Initialize,
                 redactor: Default::default(),
                 tool_limits: ToolLimits::default(),
             }),
@@ -177,7 +174,7 @@ impl McpClient {
                 refused: Mutex::new(Vec::new()),
                 changed: Arc::new(changed),
                 progress: Arc::new(Mutex::new(HashMap::new())),
-                events: tokio::sync::broadcast::channel(features::EVENT_BACKLOG).0,
+                events: tokio::sync::broadcast::channel(hooks::EVENT_BACKLOG).0,
                 failures: AtomicU32::new(0),
                 reconnects: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
@@ -226,7 +223,7 @@ impl McpClient {
 
     /// Sets the protocol revision spoken to the server (`protocol` in
     /// `[mcp.servers.NAME]`).
-    pub fn with_protocol(mut self, protocol: crate::config::McpProtocol) -> Self {
+    pub fn with_protocol(mut self, protocol: McpProtocol) -> Self {
         Arc::make_mut(&mut self.cfg).protocol = protocol;
         self
     }
@@ -466,143 +463,6 @@ impl McpClient {
         .map_err(|e| refused(format!("logging in again for more scope failed: {e}")))
     }
 
-    async fn call_tool_once(
-        &self,
-        name: &str,
-        args: Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, McpClientError> {
-        let arguments = match args {
-            Value::Object(m) => Some(m),
-            Value::Null => None,
-            other => {
-                return Err(McpClientError::InvalidArguments {
-                    tool: name.to_string(),
-                    message: format!("MCP tool arguments must be a JSON object, got {other}"),
-                });
-            }
-        };
-        let mut params = CallToolRequestParams::new(name.to_string());
-        params.arguments = arguments;
-        // A server of the 2026-07-28 revision may answer `input_required`: its questions
-        // are answered as its requests back are (the client of `serve` whose call it is,
-        // or the person at the terminal), and the call is sent again with the answers,
-        // at most `MAX_INPUT_ROUNDS` times.
-        // A task the server makes of the call is followed to its end by the same deadline
-        // (client/tasks.rs).
-        let deadline = tokio::time::Instant::now() + self.cfg.timeout;
-        for _ in 0..=rounds::MAX_INPUT_ROUNDS {
-            match self.call_tool_round(name, params.clone(), ctx).await? {
-                rounds::Round::Complete(result) => {
-                    self.shared.failures.store(0, Ordering::Relaxed);
-                    return output_from_result(&self.cfg.server, name, result);
-                }
-                rounds::Round::Task(task) => {
-                    let result = self.follow_task(name, task, deadline, ctx).await?;
-                    self.shared.failures.store(0, Ordering::Relaxed);
-                    return output_from_result(&self.cfg.server, name, result);
-                }
-                rounds::Round::Input(input) => {
-                    let answers = self.answer_inputs(input.input_requests, ctx).await;
-                    params.input_responses = Some(answers);
-                    params.request_state = input.request_state;
-                }
-            }
-        }
-        Err(McpClientError::Protocol {
-            server: self.cfg.server.clone(),
-            what: format!("tools/call {name}"),
-            message: format!(
-                "the server asked for input more than {} times; gave up",
-                rounds::MAX_INPUT_ROUNDS
-            ),
-        })
-    }
-
-    /// One round of a `tools/call`: the server's result, or its questions.
-    async fn call_tool_round(
-        &self,
-        name: &str,
-        params: CallToolRequestParams,
-        ctx: &ToolContext,
-    ) -> Result<rounds::Round, McpClientError> {
-        let what = format!("tools/call {name}");
-        let peer = self.peer().await?;
-        // The call's trace goes on into the server (`_meta.traceparent`).
-        let mut params = params;
-        let mut meta = params.meta.take().unwrap_or_default();
-        crate::trace::inject_current(&mut meta);
-        params.meta = (!meta.0.is_empty()).then_some(meta);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        // The call is in flight from the moment its request may reach the server: a fast
-        // server asks its question back (elicitation, sampling) before `send_request`
-        // returns the progress token rmcp picked. So the call's route is filed under a
-        // token of toolhost's own first (not one rmcp hands out: a string, where rmcp's
-        // are numbers) and moved to rmcp's token in one step under the lock.
-        let route = || Route::of(ctx);
-        let pending = Pending::file(&self.shared.progress, route());
-        let sent = peer
-            .send_request_with_option(request, PeerRequestOptions::with_timeout(self.cfg.timeout))
-            .await;
-        if let Ok(h) = &sent {
-            let mut map = self
-                .shared
-                .progress
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            let filed = map.remove(&pending.token);
-            map.insert(h.progress_token.clone(), filed.unwrap_or_else(route));
-        }
-        drop(pending);
-        let handle = match sent {
-            Ok(h) => h,
-            Err(e) => return Err(self.request_error(e, &what).await),
-        };
-        let mut guard = InFlight {
-            peer: peer.clone(),
-            id: Some(handle.id.clone()),
-            token: handle.progress_token.clone(),
-            progress: self.shared.progress.clone(),
-            grace: false,
-        };
-        let result = tokio::select! {
-            r = handle.await_response() => r,
-            _ = ctx.cancellation_token().cancelled() => {
-                // Dropping the guard sends notifications/cancelled.
-                drop(guard);
-                return Err(McpClientError::Cancelled {
-                    server: self.cfg.server.clone(),
-                    tool: name.to_string(),
-                });
-            }
-        };
-        // Answered or timed out (rmcp already sent notifications/cancelled): nothing to
-        // cancel any more. rmcp hands each notification to its own task, so a progress
-        // notification sent just before the answer may be handled just after it: the
-        // route stays a moment longer.
-        guard.id = None;
-        guard.grace = result.is_ok();
-        drop(guard);
-        let result = match result {
-            Ok(r) => r,
-            Err(e) => return Err(self.request_error(e, &what).await),
-        };
-        let result: CallToolResult = match result {
-            ServerResult::CallToolResult(r) => r,
-            ServerResult::EmptyResult(_) => CallToolResult::default(),
-            ServerResult::InputRequiredResult(r) => return Ok(rounds::Round::Input(r)),
-            ServerResult::CreateTaskResult(t) => return Ok(rounds::Round::Task(t)),
-            other => {
-                return Err(McpClientError::Protocol {
-                    server: self.cfg.server.clone(),
-                    what,
-                    message: format!("unexpected reply {other:?}"),
-                });
-            }
-        };
-        Ok(rounds::Round::Complete(result))
-    }
-
     /// The cached tool list, if any (for [`McpClient::into_tools`]).
     pub(crate) fn cached_tools(&self) -> Option<Arc<Vec<McpToolInfo>>> {
         self.shared
@@ -621,75 +481,5 @@ impl McpClient {
     /// Cancelled by [`McpClient::close`] (ends the registry sync).
     pub(crate) fn stop_token(&self) -> CancellationToken {
         self.shared.stop.clone()
-    }
-}
-
-/// One request in flight: forgets its progress route when done and, if still armed when
-/// dropped (caller cancelled or gave up), sends `notifications/cancelled`.
-struct InFlight {
-    peer: Peer<RoleClient>,
-    id: Option<RequestId>,
-    token: ProgressToken,
-    progress: Arc<Mutex<HashMap<ProgressToken, Route>>>,
-    /// Keep the progress route for [`PROGRESS_GRACE`] after the answer.
-    grace: bool,
-}
-
-/// How long the progress route of a call that reported progress outlives its answer, for
-/// notifications the server sent just before it (rmcp handles each notification in its own
-/// task, concurrently with the answer; on a loaded machine that task can run well after
-/// it). A call that reported no progress loses its route at once, so only calls that
-/// report progress wait (the server of `serve` sends the result once the route is gone).
-const PROGRESS_GRACE: Duration = Duration::from_millis(100);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        let rt = tokio::runtime::Handle::try_current().ok();
-        match (&rt, self.grace) {
-            (Some(rt), true) => {
-                let reported = {
-                    let mut map = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-                    match map.get_mut(&self.token) {
-                        Some(route) if route.reported => {
-                            route.answered = true;
-                            true
-                        }
-                        _ => {
-                            map.remove(&self.token);
-                            false
-                        }
-                    }
-                };
-                if reported {
-                    let (progress, token) = (self.progress.clone(), self.token.clone());
-                    rt.spawn(async move {
-                        tokio::time::sleep(PROGRESS_GRACE).await;
-                        progress
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .remove(&token);
-                    });
-                }
-            }
-            _ => {
-                self.progress
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&self.token);
-            }
-        }
-        if let Some(id) = self.id.take() {
-            let peer = self.peer.clone();
-            if let Some(rt) = rt {
-                rt.spawn(async move {
-                    let _ = peer
-                        .notify_cancelled(CancelledNotificationParam::new(
-                            Some(id),
-                            Some("cancelled by the host".into()),
-                        ))
-                        .await;
-                });
-            }
-        }
     }
 }

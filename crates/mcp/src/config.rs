@@ -91,7 +91,7 @@ use toolhost_core::tools::{Permission, RiskLevel, ToolRegistry};
 
 #[cfg(doc)]
 use crate::client::{DEFAULT_MAX_TOOLS, DEFAULT_MAX_TOOLS_BYTES};
-use crate::client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport, ToolLimits};
+use crate::client::{DEFAULT_MCP_TIMEOUT, McpClient, McpProtocol, McpTransport, ToolLimits};
 use crate::error::{McpConfigError, McpLoadError, McpServerProblem};
 use crate::rating::{DEFAULT_UNRATED_RISK, McpToolRules};
 use crate::sandbox::McpSandbox;
@@ -189,23 +189,6 @@ pub struct McpServerConfig {
     /// (default [`DEFAULT_MAX_TOOLS_BYTES`], 8 MiB).
     #[serde(default)]
     pub max_tools_bytes: Option<usize>,
-}
-
-/// `protocol` of `[mcp.servers.NAME]`: which revision toolhost speaks to the server.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-pub enum McpProtocol {
-    /// 2025-11-25 and older: the `initialize` handshake and a session.
-    #[default]
-    #[serde(rename = "2025-11-25")]
-    Initialize,
-    /// 2026-07-28: `server/discover`, then stateless requests carrying their version,
-    /// client info and capabilities in `_meta`, `Mcp-Method`/`Mcp-Name` headers, and
-    /// `input_required` rounds answered as the server's requests are today.
-    #[serde(rename = "2026-07-28")]
-    Discover,
-    /// 2026-07-28 when the server offers it (`server/discover` answered), else 2025-11-25.
-    #[serde(rename = "auto")]
-    Auto,
 }
 
 impl McpConfig {

@@ -11,7 +11,7 @@
 //! A client of the 2026-07-28 revision cannot be sent requests: its calls hold a
 //! [`crate::rounds::Asker`] instead, and what is asked of it goes out as an
 //! `input_required` result (`server/rounds.rs`). A call that runs as a task holds a
-//! [`crate::server::TaskAsker`]: its questions become the task's `inputRequests`.
+//! [`crate::task_asker::TaskAsker`]: its questions become the task's `inputRequests`.
 //!
 //! A wrapped server's request names no call, so it goes to the client of the calls in
 //! flight on that server; if calls of several sessions are in flight there, it is
@@ -53,7 +53,7 @@ enum Reach {
     Rounds(crate::rounds::Asker),
     /// A call that runs as a task (or becomes one when it asks): its questions are
     /// the task's `inputRequests`, answered with `tasks/update`.
-    Task(crate::server::TaskAsker),
+    Task(crate::task_asker::TaskAsker),
 }
 
 impl std::fmt::Debug for DownstreamClient {
@@ -82,7 +82,7 @@ impl DownstreamClient {
     }
 
     /// A client whose call runs as a task, asked through `asker`.
-    pub(crate) fn task(asker: crate::server::TaskAsker, session: impl Into<String>) -> Self {
+    pub(crate) fn task(asker: crate::task_asker::TaskAsker, session: impl Into<String>) -> Self {
         Self {
             reach: Reach::Task(asker),
             session: session.into(),

@@ -67,15 +67,17 @@ pub mod server;
 #[cfg(feature = "runtime")]
 mod sync;
 #[cfg(feature = "runtime")]
+mod task_asker;
+#[cfg(feature = "runtime")]
 pub mod tool;
 #[cfg(feature = "runtime")]
 mod trace;
 #[cfg(feature = "runtime")]
 pub use approver::ClientApprover;
 #[cfg(feature = "runtime")]
-pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpTransport};
+pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpProtocol, McpTransport};
 #[cfg(feature = "runtime")]
-pub use config::{McpConfig, McpProtocol, McpServerConfig};
+pub use config::{McpConfig, McpServerConfig};
 #[cfg(feature = "runtime")]
 pub use downstream::{DownstreamClient, LocalLogin, LocalUser};
 #[cfg(feature = "runtime")]

@@ -81,6 +81,7 @@ mod drain;
 mod gateway_session;
 mod hints;
 mod http;
+mod http_limits;
 mod listen;
 mod listing;
 mod rounds;
@@ -99,13 +100,13 @@ pub use clients::{ServedClient, ServedClientError};
 pub use discovery::{CALL_TOOL, Discovery, SEARCH_TOOLS};
 pub use gateway_session::{LOG_BURST, LOG_PER_SECOND, MAX_LOG_DATA_BYTES};
 pub use hints::{ListHints, STATIC_LIST_TTL};
-pub use http::{ANY_HOST, HttpLimits, HttpServeOptions, serve_connections};
+pub use http::{ANY_HOST, HttpServeOptions, serve_connections};
+pub use http_limits::HttpLimits;
 pub use listing::{annotations_for, annotations_rated};
 pub use rounds::{MAX_PARKED, MAX_SPENT, PARKED_SHARE, SPENT_SHARE};
 pub use sessions::{
     CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
 };
-pub(crate) use tasks::TaskAsker;
 pub use tasks::{
     MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER, TASK_RESERVE, TASK_SHARE, TaskSupport,
 };

@@ -25,6 +25,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RoleClient, ServiceError};
 
 use super::McpClient;
+use super::hooks::UpstreamEvent;
 use crate::error::McpClientError;
 
 /// The most pages of one list the gateway follows.
@@ -260,22 +261,6 @@ impl McpClient {
         .await
     }
 }
-
-/// A notification of a wrapped server the gateway passes on.
-#[derive(Debug, Clone)]
-pub enum UpstreamEvent {
-    /// `notifications/message`.
-    Log(rmcp::model::LoggingMessageNotificationParam),
-    /// `notifications/resources/updated` for this URI.
-    ResourceUpdated(String),
-    /// `notifications/resources/list_changed`.
-    ResourcesChanged,
-    /// `notifications/prompts/list_changed`.
-    PromptsChanged,
-}
-
-/// How many notifications a slow gateway may fall behind before the oldest are dropped.
-pub(super) const EVENT_BACKLOG: usize = 256;
 
 impl McpClient {
     /// The server's notifications for the gateway (logs, resource and prompt changes).

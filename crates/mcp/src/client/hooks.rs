@@ -1,7 +1,7 @@
 //! [`Hooks`]: toolhost's rmcp client handler. It declares what toolhost takes from a
 //! server (sampling, form elicitation and roots, passed on to the client of `serve`
 //! whose call is in flight), forwards `list_changed` and progress, and passes logs and
-//! resource and prompt changes on to the gateway ([`super::UpstreamEvent`]).
+//! resource and prompt changes on to the gateway ([`UpstreamEvent`]).
 //!
 //! Every request passed on is attributed to the server first ([`crate::attribution`]):
 //! its message tagged with the server's name, `_meta` naming it, and a form asking for
@@ -16,17 +16,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationCapability, FormElicitationCapability,
-    Implementation, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ResourceUpdatedNotificationParam, RootsCapabilities,
-    SamplingCapability,
+    ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::watch;
 use toolhost_core::tools::ToolContext;
-
-use super::McpClient;
 
 /// The rmcp client handler: forwards list-changed, progress and log notifications.
 #[derive(Clone)]
@@ -34,8 +30,8 @@ pub(super) struct Hooks {
     pub(super) server: Arc<str>,
     pub(super) info: ClientConfig,
     pub(super) changed: Arc<watch::Sender<u64>>,
-    pub(super) progress: Arc<Mutex<HashMap<ProgressToken, super::Route>>>,
-    pub(super) events: tokio::sync::broadcast::Sender<super::UpstreamEvent>,
+    pub(super) progress: Arc<Mutex<HashMap<ProgressToken, super::routes::Route>>>,
+    pub(super) events: tokio::sync::broadcast::Sender<UpstreamEvent>,
     /// How long a request passed on to the client of `serve` may wait for its answer.
     pub(super) timeout: Duration,
     /// Tags this server's requests with its name.
@@ -142,7 +138,7 @@ impl rmcp::ClientHandler for Hooks {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let _ = self.events.send(super::UpstreamEvent::Log(params));
+        let _ = self.events.send(UpstreamEvent::Log(params));
     }
 
     async fn on_resource_updated(
@@ -150,55 +146,30 @@ impl rmcp::ClientHandler for Hooks {
         params: ResourceUpdatedNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let _ = self
-            .events
-            .send(super::UpstreamEvent::ResourceUpdated(params.uri));
+        let _ = self.events.send(UpstreamEvent::ResourceUpdated(params.uri));
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.events.send(super::UpstreamEvent::ResourcesChanged);
+        let _ = self.events.send(UpstreamEvent::ResourcesChanged);
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.events.send(super::UpstreamEvent::PromptsChanged);
+        let _ = self.events.send(UpstreamEvent::PromptsChanged);
     }
 }
 
-impl McpClient {
-    /// Lets this server's forms ask for secret-looking fields (passwords, tokens, keys):
-    /// they are passed on flagged instead of refused (`allow_secret_fields` in
-    /// `[mcp.servers.NAME]`; see [`crate::attribution`]).
-    pub fn with_secret_fields(mut self, allow: bool) -> Self {
-        Arc::make_mut(&mut self.cfg).allow_secret_fields = allow;
-        self
-    }
-
-    pub(super) fn hooks(&self) -> Hooks {
-        // Declared so wrapped servers may ask; each request is passed on to the client of
-        // `serve` whose call it belongs to, and refused when that client cannot take it.
-        // Tasks: a call the server makes a task of is followed to its end (tasks.rs).
-        let mut caps = ClientCapabilities::builder().enable_tasks().build();
-        caps.sampling = Some(SamplingCapability::default());
-        let mut elicitation = ElicitationCapability::default();
-        elicitation.form = Some(FormElicitationCapability::default());
-        caps.elicitation = Some(elicitation);
-        caps.roots = Some(RootsCapabilities::default());
-        let mut info = ClientConfig::new(
-            caps,
-            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
-        );
-        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        Hooks {
-            server: Arc::from(self.cfg.server.as_str()),
-            info,
-            changed: self.shared.changed.clone(),
-            progress: self.shared.progress.clone(),
-            events: self.shared.events.clone(),
-            timeout: self.cfg.timeout,
-            attribution: crate::attribution::Attribution::new(
-                self.cfg.server.as_str(),
-                self.cfg.allow_secret_fields,
-            ),
-        }
-    }
+/// A notification of a wrapped server the gateway passes on.
+#[derive(Debug, Clone)]
+pub enum UpstreamEvent {
+    /// `notifications/message`.
+    Log(rmcp::model::LoggingMessageNotificationParam),
+    /// `notifications/resources/updated` for this URI.
+    ResourceUpdated(String),
+    /// `notifications/resources/list_changed`.
+    ResourcesChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsChanged,
 }
+
+/// How many notifications a slow gateway may fall behind before the oldest are dropped.
+pub(super) const EVENT_BACKLOG: usize = 256;

@@ -19,7 +19,7 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use super::UpstreamEvent;
+use super::hooks::UpstreamEvent;
 
 /// The first pause before a stream the server ended is opened again.
 pub(super) const RELISTEN_MIN: Duration = Duration::from_millis(500);

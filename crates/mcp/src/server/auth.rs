@@ -233,7 +233,7 @@ pub(super) async fn require_bearer(
         )
     };
     let mut resp =
-        super::http::jsonrpc_error(http::StatusCode::UNAUTHORIZED, -32001, message.to_string());
+        super::http_limits::jsonrpc_error(http::StatusCode::UNAUTHORIZED, -32001, message.to_string());
     resp.headers_mut().insert(
         http::header::WWW_AUTHENTICATE,
         http::HeaderValue::from_static(challenge),

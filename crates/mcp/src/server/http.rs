@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::http_limits::{HttpLimits, jsonrpc_error};
 use super::auth::{AuthenticatedToken, BearerTokens};
 use super::sessions::{CappedSessionManager, ClientKey, SessionCounters, with_reservation};
 use crate::error::McpServeError;
@@ -201,62 +202,6 @@ pub struct HttpServeOptions {
     pub session_counters: Arc<SessionCounters>,
 }
 
-/// Resource bounds of the Streamable HTTP server. Every field has a flag in
-/// `toolhost serve --http` and a documented default (docs/mcp.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HttpLimits {
-    /// Time a connection has to send a complete request head (request line and
-    /// headers); also how long a keep-alive connection may sit idle between requests.
-    /// After it, the connection is closed. Default 10 s.
-    pub header_read_timeout: Duration,
-    /// Connections served at once; further ones wait in the accept queue. Default 1024.
-    pub max_connections: usize,
-    /// MCP sessions (`initialize` handshakes) alive at once. At the cap, a new one closes
-    /// the least recently used session without a request in flight; it is refused (HTTP
-    /// 503 and a JSON-RPC error) only when every session is busy. Default 256.
-    pub max_sessions: usize,
-    /// The most sessions one client (its bearer token, else its IP address) may hold; a
-    /// new one beyond closes the client's own least recently used idle session, or is
-    /// refused when all of them are busy. `None`: half of `max_sessions`, rounded up
-    /// ([`HttpLimits::session_share`]).
-    pub max_sessions_per_client: Option<usize>,
-    /// A session that sees no request for this long is closed (its client must
-    /// `initialize` again). Default 300 s.
-    pub session_idle: Duration,
-}
-
-impl HttpLimits {
-    /// Default of [`HttpLimits::header_read_timeout`].
-    pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-    /// Default of [`HttpLimits::max_connections`].
-    pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
-    /// Default of [`HttpLimits::max_sessions`].
-    pub const DEFAULT_MAX_SESSIONS: usize = 256;
-    /// Default of [`HttpLimits::session_idle`].
-    pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
-
-    /// The per-client share in force: `max_sessions_per_client`, else half of
-    /// `max_sessions` rounded up; at least 1 and at most `max_sessions`.
-    pub fn session_share(&self) -> usize {
-        let max = self.max_sessions.max(1);
-        self.max_sessions_per_client
-            .unwrap_or(max.div_ceil(2))
-            .clamp(1, max)
-    }
-}
-
-impl Default for HttpLimits {
-    fn default() -> Self {
-        Self {
-            header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
-            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
-            max_sessions: Self::DEFAULT_MAX_SESSIONS,
-            max_sessions_per_client: None,
-            session_idle: Self::DEFAULT_SESSION_IDLE,
-        }
-    }
-}
-
 /// Accepts connections until `stop`, each served by hyper's HTTP/1 server with the
 /// header-read timeout, `TCP_NODELAY`, and at most `max_connections` at once (of
 /// `limits`, the rest are for MCP sessions). On `stop`, open connections finish their
@@ -382,22 +327,6 @@ fn hold_until_sent<T: Send + 'static>(
             frame
         }))
     })
-}
-
-/// A JSON-RPC error response (`id: null`) with an HTTP status.
-pub(super) fn jsonrpc_error(
-    status: http::StatusCode,
-    code: i64,
-    message: String,
-) -> axum::response::Response {
-    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
-    let mut resp = axum::response::Response::new(axum::body::Body::from(body.to_string()));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    resp
 }
 
 /// In front of rmcp's service. For POSTs with a JSON content type: a body that is not

@@ -39,7 +39,7 @@ use rmcp::transport::streamable_http_server::session::{
     EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
 
-use super::http::HttpLimits;
+use super::http_limits::HttpLimits;
 
 /// The shortest time between two log lines about evictions (and between two about
 /// refusals); each line carries the totals and how many happened since the previous one.

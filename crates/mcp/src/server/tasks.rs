@@ -40,18 +40,18 @@
 //! elicitations.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolResult, ClientCapabilities, CreateTaskResult, ErrorData, GetTaskResult, InputRequest,
-    InputResponses,
+    CallToolResult, ClientCapabilities, CreateTaskResult, ErrorData, GetTaskResult, InputResponses,
 };
 use rmcp::service::RequestContext;
-use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use toolhost_core::tools::{Share, ToolError};
+
+use crate::task_asker::TaskAsker;
 
 /// How long a call of a task-capable client runs before it becomes a task.
 pub const TASK_AFTER: Duration = Duration::from_millis(500);
@@ -135,86 +135,6 @@ pub(crate) fn client_takes_tasks(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|c| c.supports_tasks())
 }
 
-/// Where a call's questions go once it is a task; the call holds it from its start.
-#[derive(Clone)]
-pub(crate) struct TaskAsker {
-    capabilities: ClientCapabilities,
-    link: Arc<TaskLink>,
-}
-
-/// What a call and [`Tasks::run`] share: whether the call became a task.
-struct TaskLink {
-    state: tokio::sync::watch::Sender<Link>,
-    /// Woken by the first question: the call becomes a task at once.
-    asked: tokio::sync::Notify,
-    next_key: AtomicU64,
-}
-
-/// Whether a call is a task.
-#[derive(Clone)]
-enum Link {
-    /// Not yet.
-    Pending,
-    /// It is, and this is its task.
-    Task(TaskContext),
-    /// It cannot become one (the bounds): its questions are refused.
-    Refused,
-}
-
-impl TaskAsker {
-    /// The asker of a call of a client with `capabilities`.
-    pub(crate) fn new(capabilities: ClientCapabilities) -> Self {
-        TaskAsker {
-            capabilities,
-            link: Arc::new(TaskLink {
-                state: tokio::sync::watch::Sender::new(Link::Pending),
-                asked: tokio::sync::Notify::new(),
-                next_key: AtomicU64::new(1),
-            }),
-        }
-    }
-
-    /// What the client declared.
-    pub(crate) fn capabilities(&self) -> &ClientCapabilities {
-        &self.capabilities
-    }
-
-    /// Asks `request` (`what`, for messages) as one of the task's `inputRequests`, and
-    /// waits at most `timeout` for the client's `tasks/update`.
-    pub(crate) async fn ask(
-        &self,
-        request: InputRequest,
-        what: &str,
-        timeout: Duration,
-    ) -> Result<serde_json::Value, ErrorData> {
-        self.link.asked.notify_one();
-        let mut rx = self.link.state.subscribe();
-        let task = match rx.wait_for(|l| !matches!(l, Link::Pending)).await {
-            Ok(l) => match &*l {
-                Link::Task(t) => t.clone(),
-                _ => return Err(refused(what)),
-            },
-            Err(_) => return Err(refused(what)),
-        };
-        let key = format!("q{}", self.link.next_key.fetch_add(1, Ordering::Relaxed));
-        match tokio::time::timeout(timeout, task.request_input(key, request)).await {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(TaskExit::Error(e))) => Err(e),
-            Ok(Err(TaskExit::Cancelled)) => Err(ErrorData::internal_error(
-                format!("{what}: the task was cancelled before the client answered"),
-                None,
-            )),
-            Err(_) => Err(ErrorData::internal_error(
-                format!(
-                    "{what}: the client did not answer within {} s",
-                    timeout.as_secs()
-                ),
-                None,
-            )),
-        }
-    }
-}
-
 /// How one `tools/call` ended: the result the client gets, and, when the call could not
 /// be carried out (the MCP link to the wrapped server failed, or the host did, as opposed
 /// to a tool that ran and reported an error), that failure as a task's inlined `error`:
@@ -252,14 +172,6 @@ impl CallEnd {
     }
 }
 
-fn refused(what: &str) -> ErrorData {
-    ErrorData::new(
-        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-        format!("{what}: the call cannot ask its client (no task could be made for it)"),
-        None,
-    )
-}
-
 /// What became of a call of a task-capable client.
 pub(crate) enum Outcome {
     /// It ended within [`TASK_AFTER`] (or no task could be made): its result.
@@ -290,12 +202,12 @@ impl Tasks {
         // Until the call is a task, it belongs to this request: a request dropped on the
         // way (the client went away) stops it rather than leaving it running unseen.
         let orphan = stop.clone().drop_guard();
-        let link = asker.link.clone();
+        let link = asker.link();
         if !at_once {
             tokio::select! {
                 r = &mut handle => return joined(r).map(Outcome::Done),
                 () = tokio::time::sleep(TASK_AFTER) => {}
-                () = link.asked.notified() => {}
+                () = link.asked() => {}
                 () = request.cancelled() => {
                     stop.cancel();
                     return joined(handle.await).map(Outcome::Done);
@@ -305,12 +217,12 @@ impl Tasks {
         // A call that must be a task had its room checked before it started; should
         // others have taken the room since, it is answered when it ends.
         if !self.room_for(&owner) {
-            link.state.send_replace(Link::Refused);
+            link.refuse();
             return joined(handle.await).map(Outcome::Done);
         }
         orphan.disarm();
         let task = self.manager.spawn(TaskOptions::new(), move |tctx| {
-            link.state.send_replace(Link::Task(tctx.clone()));
+            link.became(tctx.clone());
             Box::pin(async move {
                 tokio::select! {
                     r = &mut handle => match r {
@@ -429,6 +341,7 @@ impl super::McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     /// A call that never ends by itself (its `stop` token ends it).
     fn endless(stop: &super::super::StopToken) -> tokio::task::JoinHandle<CallEnd> {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use toolhost_core::tools::{
     DynamicTool, Permission, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
-use toolhost_mcp::config::McpProtocol;
+use toolhost_mcp::McpProtocol;
 use toolhost_mcp::{McpClient, McpServeError, McpServer, McpTransport};
 
 use crate::support;

@@ -60,7 +60,7 @@ pub async fn client_2026(port: u16, timeout_secs: u64) -> toolhost_mcp::McpClien
         McpTransport::http(format!("http://127.0.0.1:{port}/mcp")),
     )
     .with_timeout(timeout_secs)
-    .with_protocol(toolhost_mcp::config::McpProtocol::Discover);
+    .with_protocol(toolhost_mcp::McpProtocol::Discover);
     client.connect().await.unwrap();
     assert_eq!(
         client.protocol_version().await.as_deref(),
