@@ -60,8 +60,10 @@ pub mod oauth;
 pub mod rating;
 #[cfg(feature = "runtime")]
 pub mod rounds;
+/// The OS sandbox of stdio servers, from its own crate (the one place unsafe code is
+/// allowed).
 #[cfg(feature = "runtime")]
-pub mod sandbox;
+pub use toolhost_sandbox as sandbox;
 #[cfg(feature = "runtime")]
 pub mod server;
 #[cfg(feature = "runtime")]

@@ -232,8 +232,11 @@ pub(super) async fn require_bearer(
              accepts",
         )
     };
-    let mut resp =
-        super::http_limits::jsonrpc_error(http::StatusCode::UNAUTHORIZED, -32001, message.to_string());
+    let mut resp = super::http_limits::jsonrpc_error(
+        http::StatusCode::UNAUTHORIZED,
+        -32001,
+        message.to_string(),
+    );
     resp.headers_mut().insert(
         http::header::WWW_AUTHENTICATE,
         http::HeaderValue::from_static(challenge),

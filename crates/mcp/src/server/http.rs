@@ -17,8 +17,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
-use super::http_limits::{HttpLimits, jsonrpc_error};
 use super::auth::{AuthenticatedToken, BearerTokens};
+use super::http_limits::{HttpLimits, jsonrpc_error};
 use super::sessions::{CappedSessionManager, ClientKey, SessionCounters, with_reservation};
 use crate::error::McpServeError;
 

@@ -1,6 +1,6 @@
 //! Confining a stdio MCP server: the `sandbox = { read, write, network }` table of a
 //! `[mcp.servers.NAME]` entry ([`McpSandbox`]), its errors ([`McpSandboxError`]), and the
-//! platform code that enforces it on the child process (Linux: `sandbox/linux.rs`, with
+//! platform code that enforces it on the child process (Linux: `linux.rs`, with
 //! Landlock and a small seccomp filter).
 //!
 //! MCP servers are not trusted (docs/design.md, threat model): a server that declares a
@@ -8,6 +8,9 @@
 //! (fail closed). What is and is not enforced is listed in docs/permissions.md, section
 //! "Sandboxed MCP servers"; [`RUNTIME_BASE`] is what every sandboxed program may read so
 //! that it can start at all.
+//!
+//! Its own crate because it alone needs unsafe code (`pre_exec`, one raw system call, in
+//! `linux.rs`): every other toolhost crate forbids it.
 
 use std::path::{Path, PathBuf};
 
@@ -159,7 +162,7 @@ impl McpSandbox {
     /// Prepares the sandbox for `program` (the resolved executable) and installs it on
     /// `cmd`: everything that allocates or opens files happens here, in the parent; the
     /// child only enters the prepared sandbox between fork and exec.
-    pub(crate) fn apply(
+    pub fn apply(
         &self,
         program: &Path,
         cmd: &mut tokio::process::Command,
