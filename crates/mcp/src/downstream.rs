@@ -36,6 +36,7 @@ use rmcp::service::{Peer, RoleServer, ServiceError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use toolhost_core::tools::ToolContext;
+use toolhost_oauth::LocalLogin;
 
 /// The client of an MCP session of `serve`. Cheap to clone.
 #[derive(Clone)]
@@ -309,27 +310,6 @@ async fn bounded<T>(
 pub type AskLocalUser = dyn Fn(String, ElicitRequestParams) -> Pin<Box<dyn Future<Output = ElicitResult> + Send>>
     + Send
     + Sync;
-
-/// How a [`LocalUser`] logs in again when a server asks for more OAuth scope during a
-/// call (HTTP 403 `insufficient_scope`).
-#[derive(Clone)]
-pub enum LocalLogin {
-    /// A person: the authorization URL is given to this function (the CLI prints it on
-    /// stderr and opens a browser), then the login waits for the callback.
-    Person(Arc<dyn Fn(&str) + Send + Sync>),
-    /// Automation: the authorization URL's redirects are followed without a person,
-    /// which works only with authorization servers that approve without asking.
-    Headless,
-}
-
-impl std::fmt::Debug for LocalLogin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            LocalLogin::Person(_) => "Person",
-            LocalLogin::Headless => "Headless",
-        })
-    }
-}
 
 /// The person who made a call outside `serve` (the CLI), put into the call's
 /// [`ToolContext`]: a wrapped server's form elicitation during the call is asked of them

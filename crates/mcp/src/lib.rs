@@ -54,8 +54,9 @@ pub mod form;
 pub mod gateway;
 #[cfg(feature = "runtime")]
 pub mod info;
+/// OAuth logins to HTTP servers, from their own crate.
 #[cfg(feature = "runtime")]
-pub mod oauth;
+pub use toolhost_oauth as oauth;
 #[cfg(feature = "runtime")]
 pub mod rating;
 #[cfg(feature = "runtime")]
@@ -81,7 +82,7 @@ pub use client::{DEFAULT_MCP_TIMEOUT, McpClient, McpProtocol, McpTransport};
 #[cfg(feature = "runtime")]
 pub use config::{McpConfig, McpServerConfig};
 #[cfg(feature = "runtime")]
-pub use downstream::{DownstreamClient, LocalLogin, LocalUser};
+pub use downstream::{DownstreamClient, LocalUser};
 #[cfg(feature = "runtime")]
 pub use error::{
     McpClientError, McpConfigError, McpLoadError, McpServeError, McpServerProblem, McpTokenError,
@@ -90,6 +91,8 @@ pub use error::{
 pub use gateway::{Gateway, GatewayError, GatewayEvent};
 #[cfg(feature = "runtime")]
 pub use info::{McpToolAnnotations, McpToolInfo};
+#[cfg(feature = "runtime")]
+pub use oauth::LocalLogin;
 #[cfg(feature = "runtime")]
 pub use oauth::{LoginOptions, OAuthClientIdentity, OAuthError, OAuthStore};
 #[cfg(feature = "runtime")]

@@ -8,12 +8,33 @@
 //! [`MAX_SCOPES`] in all, and a challenge that asks for nothing the login lacks ends the
 //! attempt instead of starting another login.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::transport::auth::WWWAuthenticateParams;
 
 use super::{LoginOptions, OAuthClientIdentity, OAuthError, OAuthStore, flow, login};
-use crate::downstream::LocalLogin;
+
+/// How the person behind a call (the CLI's `LocalUser` in toolhost-mcp) logs in again when a server asks for more OAuth scope during a
+/// call (HTTP 403 `insufficient_scope`).
+#[derive(Clone)]
+pub enum LocalLogin {
+    /// A person: the authorization URL is given to this function (the CLI prints it on
+    /// stderr and opens a browser), then the login waits for the callback.
+    Person(Arc<dyn Fn(&str) + Send + Sync>),
+    /// Automation: the authorization URL's redirects are followed without a person,
+    /// which works only with authorization servers that approve without asking.
+    Headless,
+}
+
+impl std::fmt::Debug for LocalLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LocalLogin::Person(_) => "Person",
+            LocalLogin::Headless => "Headless",
+        })
+    }
+}
 
 /// The most scopes a login asks for.
 pub const MAX_SCOPES: usize = 32;
@@ -68,7 +89,7 @@ fn scopes_for(server: &str, granted: &[String], wanted: &str) -> Result<Vec<Stri
 }
 
 /// Logs in to `server` again for the scope its 403 `challenge` names, as `how` says.
-pub(crate) async fn step_up(
+pub async fn step_up(
     server: &str,
     url: &str,
     store: &OAuthStore,

@@ -5,7 +5,11 @@
 //! keeps each server's credentials in `<data dir>/toolhost/oauth/<server>.json` (mode
 //! 0600, written atomically), from which the client refreshes its access token.
 //!
-//! The protocol itself is rmcp's (`rmcp::transport::auth`); this module adds the file
+//! Its own crate: the MCP client uses it (a stored login's token, refreshed; a machine's
+//! client credentials; more scope during a session), the CLI's `toolhost mcp login`
+//! runs it, and it depends on no other part of toolhost.
+//!
+//! The protocol itself is rmcp's (`rmcp::transport::auth`); this crate adds the file
 //! store, the callback listener and the bounds. Authorization servers and the network are
 //! not trusted: what they send is bounded and escaped before it is shown, the callback's
 //! `state` must match the one sent, and tokens are never logged or shown.
@@ -23,10 +27,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 mod discovery;
 mod machine;
 mod step_up;
-pub(crate) use discovery::offers_oauth;
+pub use discovery::offers_oauth;
 pub use discovery::{METADATA_PROBE_BUDGET, OAuthClientIdentity, OAuthGrant, SigningKey};
 pub use machine::MachineAuth;
-pub(crate) use step_up::step_up;
+pub use step_up::{LocalLogin, step_up};
 
 /// The longest credential file read (a token response is a few KiB).
 const MAX_CREDENTIAL_FILE: u64 = 256 * 1024;
@@ -586,7 +590,7 @@ async fn respond(conn: &mut tokio::net::TcpStream, status: u16, text: &str) {
 /// An HTTP client that sends the stored access token of `server` (refreshing it when it
 /// is about to expire, as `client` when that is a pre-registered client with a secret);
 /// `None` when nothing usable is stored.
-pub(crate) async fn auth_client(
+pub async fn auth_client(
     server: &str,
     url: &str,
     store: &OAuthStore,
@@ -631,5 +635,4 @@ pub(crate) async fn auth_client(
 const REFRESH_REDIRECT: &str = "http://127.0.0.1/callback";
 
 #[cfg(test)]
-#[path = "oauth_tests.rs"]
 mod tests;

@@ -37,7 +37,7 @@ impl std::fmt::Debug for MachineAuth {
 impl MachineAuth {
     /// Discovers the authorization server of the MCP server at `url`, checks it takes
     /// this client's authentication, and gets the first token.
-    pub(crate) async fn connect(
+    pub async fn connect(
         server: &str,
         url: &str,
         client: &OAuthClientIdentity,
@@ -66,7 +66,7 @@ impl MachineAuth {
 
     /// The current access token; a new one when `fresh`, or when the last one expires
     /// within [`RENEW_BEFORE`].
-    pub(crate) async fn token(self: &Arc<Self>, fresh: bool) -> Result<String, AuthError> {
+    pub async fn token(self: &Arc<Self>, fresh: bool) -> Result<String, AuthError> {
         let mut cached = self.cached.lock().await;
         if !fresh
             && let Some((token, until)) = &*cached

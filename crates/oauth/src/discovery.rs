@@ -111,7 +111,7 @@ impl std::fmt::Debug for OAuthClientIdentity {
 impl OAuthClientIdentity {
     /// rmcp's client-credentials configuration of this identity, for the MCP server at
     /// `url` (the `resource` of every token request).
-    pub(crate) fn client_credentials(
+    pub fn client_credentials(
         &self,
         server: &str,
         url: &str,
@@ -271,7 +271,7 @@ async fn fetch_root_metadata(
 /// `/.well-known/oauth-authorization-server` included). rmcp's discovery, as [`discover`]
 /// runs it for a login, through `ProbeClient` and within `budget` (at most
 /// [`METADATA_PROBE_BUDGET`]); `false` when nothing usable was found in time.
-pub(crate) async fn offers_oauth(url: &str, challenge: Option<&str>, budget: Duration) -> bool {
+pub async fn offers_oauth(url: &str, challenge: Option<&str>, budget: Duration) -> bool {
     let probe = async {
         let client = Arc::new(ProbeClient::new(url)?);
         let manager = AuthorizationManager::new_with_oauth_http_client(url, client)
