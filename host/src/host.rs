@@ -162,9 +162,15 @@ impl Host {
         let mut problems = folder.problems;
         let mcp = crate::trust::connect_mcp(registry, config, &folder.lock).await;
         problems.extend(mcp.problems);
+        // The servers' claims may contest names the plugins took: the rule decides on
+        // the whole set, so the plugins are renamed as it now says.
+        let mut set = folder.set;
+        if let Err(e) = set.follow_names(registry) {
+            problems.push(crate::loader::plugin_problem(&e));
+        }
         Loaded {
             plugins: folder.reports,
-            folder: folder.set,
+            folder: set,
             problems,
             mcp_withheld: mcp.withheld,
             mcp_down: mcp.down,

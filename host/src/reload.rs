@@ -211,19 +211,26 @@ impl FolderWatch {
         loaded: Vec<PluginTrust>,
         set: FolderSet,
     ) {
+        let mut names = registry.names_changed();
+        names.borrow_and_update();
         let mut live = LiveFolder::new(host, registry, &self.dir, rules, loaded, set);
         tracing::info!(dir = %line(&self.dir.display().to_string()), "watching the plugins folder for changes");
         loop {
             let keys = match self.pending.take_quiet() {
                 Ok(keys) => keys,
-                Err(None) => {
-                    self.pending.wake.notified().await;
-                    continue;
-                }
-                Err(Some(when)) => {
+                Err(when) => {
+                    let quiet = async {
+                        match when {
+                            Some(when) => tokio::time::sleep_until(when).await,
+                            None => std::future::pending().await,
+                        }
+                    };
                     tokio::select! {
                         () = self.pending.wake.notified() => {}
-                        () = tokio::time::sleep_until(when) => {}
+                        () = quiet => {}
+                        // Another source claimed or released a name: the plugins are
+                        // renamed as the one rule now says.
+                        Ok(()) = names.changed() => live.follow_names(),
                     }
                     continue;
                 }
@@ -277,6 +284,14 @@ impl LiveFolder {
             rules,
             offered,
             set,
+        }
+    }
+
+    /// Renames the plugins' tools as the registry's naming rule now says (another source's
+    /// claims changed).
+    fn follow_names(&mut self) {
+        if let Err(e) = self.set.follow_names(&self.registry) {
+            tracing::warn!("{}", line(&e.to_string()));
         }
     }
 

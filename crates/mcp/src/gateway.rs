@@ -21,7 +21,7 @@ pub mod routes;
 
 pub use error::GatewayError;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::model::{
@@ -280,21 +280,22 @@ impl Gateway {
         out
     }
 
-    /// Every server's resources; a URI an earlier server lists is renamed
-    /// ([`routes::routed_uri`]).
+    /// Every server's resources; a URI two or more servers list is renamed for each
+    /// of them ([`routes::routed_uri`]; the rule is decided on the set, see
+    /// `gateway/routes.rs`).
     pub async fn list_resources(&self) -> Vec<Resource> {
-        let mut out = Vec::new();
-        let mut table = HashMap::new();
-        let mut seen = HashSet::new();
-        for (server, list) in self
+        let lists = self
             .lists(UpstreamInfo::resources, |c| async move {
                 c.list_resources().await
             })
-            .await
-        {
+            .await;
+        let contested = contested_in(&lists, |r: &Resource| r.uri.clone());
+        let mut out = Vec::new();
+        let mut table = HashMap::new();
+        for (server, list) in lists {
             for mut r in list {
                 let original = r.uri.clone();
-                if !seen.insert(original.clone()) {
+                if contested.contains(&original) {
                     r.uri = routed_uri(&server, &original);
                 }
                 table.insert(r.uri.clone(), (server.clone(), original));
@@ -309,20 +310,21 @@ impl Gateway {
         out
     }
 
-    /// Every server's resource templates; a template an earlier server lists is renamed.
+    /// Every server's resource templates; a template two or more servers list is
+    /// renamed for each of them.
     pub async fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
-        let mut out = Vec::new();
-        let mut table = Vec::new();
-        let mut seen = HashSet::new();
-        for (server, list) in self
+        let lists = self
             .lists(UpstreamInfo::resources, |c| async move {
                 c.list_resource_templates().await
             })
-            .await
-        {
+            .await;
+        let contested = contested_in(&lists, |t: &ResourceTemplate| t.uri_template.clone());
+        let mut out = Vec::new();
+        let mut table = Vec::new();
+        for (server, list) in lists {
             for mut t in list {
                 let original = t.uri_template.clone();
-                if !seen.insert(original.clone()) {
+                if contested.contains(&original) {
                     t.uri_template = routed_uri(&server, &original);
                 }
                 table.push((t.uri_template.clone(), server.clone(), original));
@@ -459,22 +461,26 @@ impl Gateway {
         }
     }
 
-    /// Every server's prompts; a name an earlier server has becomes `server__name`.
+    /// Every server's prompts; a name two or more servers offer becomes `server__name`
+    /// for each of them.
     pub async fn list_prompts(&self) -> Vec<Prompt> {
-        let mut out = Vec::new();
-        let mut table = HashMap::new();
-        for (server, list) in self
+        let lists = self
             .lists(
                 UpstreamInfo::prompts,
                 |c| async move { c.list_prompts().await },
             )
-            .await
-        {
+            .await;
+        let contested = contested_in(&lists, |p: &Prompt| p.name.clone());
+        let mut out = Vec::new();
+        let mut table = HashMap::new();
+        for (server, list) in lists {
             for mut p in list {
                 let original = p.name.clone();
-                if table.contains_key(&original) {
+                if contested.contains(&original) {
                     p.name = prefixed_name(&server, &original);
                 }
+                // A server listing one name twice, or a prefixed name equal to another
+                // server's own: the first stays reachable, the rest are not served.
                 if table.contains_key(&p.name) {
                     continue;
                 }
@@ -604,4 +610,15 @@ impl Gateway {
             }
         }
     }
+}
+
+/// The keys (`key` of each item) that two or more servers of `lists` offer: the
+/// registry's one naming rule ([`toolhost_core::tools::contested_names`]) applied to
+/// what the gateway passes on.
+fn contested_in<T>(lists: &[(String, Vec<T>)], key: impl Fn(&T) -> String) -> BTreeSet<String> {
+    let claims: Vec<BTreeSet<String>> = lists
+        .iter()
+        .map(|(_, list)| list.iter().map(&key).collect())
+        .collect();
+    toolhost_core::tools::contested_names(&claims, |_| false)
 }

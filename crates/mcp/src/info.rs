@@ -80,26 +80,6 @@ impl From<rmcp::model::Tool> for McpToolInfo {
     }
 }
 
-/// A registry-safe name (`^[a-zA-Z0-9_-]{1,64}$`): other characters become `_`, long names
-/// are cut to 64.
-pub fn registry_name(raw: &str) -> String {
-    let mut s: String = raw
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    if s.is_empty() {
-        s.push('_');
-    }
-    s
-}
-
 /// Converts a `tools/call` result into a [`ToolOutput`] (or [`McpClientError::ToolFailed`]
 /// on `isError`).
 pub(crate) fn output_from_result(
@@ -141,14 +121,6 @@ pub(crate) fn output_from_result(
 mod tests {
     use super::*;
     use toolhost_core::tools::ToolError;
-
-    #[test]
-    fn names_are_made_registry_safe() {
-        assert_eq!(registry_name("get-sum"), "get-sum");
-        assert_eq!(registry_name("fs.read/file"), "fs_read_file");
-        assert_eq!(registry_name(&"x".repeat(100)).len(), 64);
-        assert_eq!(registry_name(""), "_");
-    }
 
     #[test]
     fn annotations_map_to_permissions_only_when_set() {

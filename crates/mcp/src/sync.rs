@@ -1,16 +1,22 @@
 //! Keeping a registry in step with a server: [`McpClient::register_into`] registers the
-//! server's tools (a name already taken becomes `server__tool`) and, on `list_changed` and
-//! after a reconnect, adds, replaces and removes them; [`McpClient::into_tools`] adapts the
-//! cached list without syncing.
+//! server's tools and, on `list_changed`, after a reconnect and when another source's
+//! claims change the names, adds, replaces, renames and removes them;
+//! [`McpClient::into_tools`] adapts the cached list without syncing.
+//!
+//! Names follow the registry's one rule (`ToolRegistry::claim`, docs/design.md "One
+//! naming rule"): the server claims the names of the tools it offers under its configured
+//! name, and a name another source also claims (a plugin, another server) or a native
+//! tool holds is registered as `server__tool` by every claimant, whatever the order in
+//! which they connected.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use toolhost_core::tools::{BaseTool, Registration, ToolRegistry};
+use toolhost_core::tools::{BaseTool, Registration, ToolRegistry, ToolSource, safe_name};
 
 use crate::client::McpClient;
 use crate::error::McpClientError;
-use crate::info::{McpToolInfo, registry_name};
+use crate::info::McpToolInfo;
 use crate::tool::McpTool;
 
 impl McpClient {
@@ -25,7 +31,7 @@ impl McpClient {
                     .map(|info| {
                         Arc::new(McpTool::new(
                             self.clone(),
-                            registry_name(&info.name),
+                            safe_name(&info.name),
                             info.clone(),
                         )) as Arc<dyn BaseTool>
                     })
@@ -38,8 +44,8 @@ impl McpClient {
     /// `tools/list_changed` (and after a reconnect) the list is fetched again, new tools are
     /// added, changed ones replaced and removed ones unregistered, until [`McpClient::close`].
     ///
-    /// A tool whose name is already taken by another source is registered as
-    /// `server__tool`.
+    /// A tool whose name another source also claims (or a native tool holds) is
+    /// registered as `server__tool` (see the module docs).
     pub async fn register_into(
         &self,
         registry: &ToolRegistry,
@@ -63,11 +69,28 @@ impl McpClient {
         let registry = registry.clone();
         let mut rx = self.tool_changes();
         rx.borrow_and_update();
+        // Another source's claim that changes this server's names renames its tools at
+        // once, from the cached list.
+        let follower = {
+            let (this, sync, keep) = (self.clone(), sync.clone(), keep.clone());
+            Arc::new(move |registry: &ToolRegistry| {
+                if let Some(tools) = this.cached_tools() {
+                    let r = sync_registry(&this, registry, &sync, &tools, &keep);
+                    for p in &r.problems {
+                        tracing::warn!(server = %this.server_name(), "{p}");
+                    }
+                }
+            })
+        };
+        registry.follow_names(self.server_name(), follower);
         let stop = self.stop_token();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
-                    _ = stop.cancelled() => break,
+                    _ = stop.cancelled() => {
+                        registry.release(this.server_name());
+                        break;
+                    }
                     r = rx.changed() => if r.is_err() { break },
                 }
                 match this.tools().await {
@@ -98,8 +121,15 @@ pub struct McpRegistered {
 
 #[derive(Default)]
 struct SyncState {
-    /// remote name -> (registry name, registration)
-    registered: HashMap<String, (String, Registration)>,
+    /// remote name -> the tool as registered
+    registered: HashMap<String, Registered>,
+}
+
+/// One tool of the server as registered.
+struct Registered {
+    name: String,
+    info: McpToolInfo,
+    registration: Registration,
 }
 
 /// Decides which tools of a server are offered; see [`McpClient::register_into_filtered`].
@@ -113,21 +143,43 @@ fn sync_registry(
     offered: &ToolFilter,
 ) -> McpRegistered {
     let server = client.server_name();
-    let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
     let mut report = McpRegistered::default();
+    let offered: Vec<&McpToolInfo> = tools.iter().filter(|i| offered(i)).collect();
+    let described: BTreeSet<String> = offered.iter().map(|i| safe_name(&i.name)).collect();
+    let owner = ToolSource::Mcp {
+        server: server.to_string(),
+    };
+    // Claimed before this server's state is locked: the claim may call other sources'
+    // followers, which lock theirs (never the other way round, so no deadlock).
+    let claimed = registry.claim(server, &owner, described);
+    let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(e) = claimed {
+        // Another source uses this server's name: nothing of it is offered.
+        for (_, r) in st.registered.drain() {
+            r.registration.dispose();
+        }
+        report.problems.push(e.to_string());
+        return report;
+    }
+    // The rule as it stands now that the state is held (a later claim waits for it and
+    // renames again).
+    let naming = registry.naming(server);
     let mut keep = HashMap::new();
-    for info in tools.iter().filter(|i| offered(i)) {
-        let existing = st.registered.remove(&info.name);
-        let name = match &existing {
-            Some((name, _)) => name.clone(),
-            None => {
-                let plain = registry_name(&info.name);
-                if registry.contains(&plain) {
-                    registry_name(&format!("{server}__{}", info.name))
-                } else {
-                    plain
-                }
+    for info in offered {
+        let name = naming.name(&safe_name(&info.name));
+        // A tool whose name and definition are unchanged stays as it is (no churn, no
+        // `list_changed`); one the rule now names otherwise is registered anew.
+        let existing = match st.registered.remove(&info.name) {
+            Some(r) if r.name == name && r.info == *info => {
+                report.names.push(name);
+                keep.insert(info.name.clone(), r);
+                continue;
             }
+            Some(r) if r.name != name => {
+                r.registration.dispose();
+                None
+            }
+            other => other,
         };
         let tool = Arc::new(McpTool::new(client.clone(), name.clone(), info.clone()));
         let result = match &existing {
@@ -135,15 +187,20 @@ fn sync_registry(
             None => registry.register(tool),
         };
         match result {
-            Ok(reg) => {
+            Ok(registration) => {
                 report.names.push(name.clone());
-                keep.insert(info.name.clone(), (name, reg));
+                let kept = Registered {
+                    name,
+                    info: info.clone(),
+                    registration,
+                };
+                keep.insert(info.name.clone(), kept);
             }
             Err(e) => report.problems.push(format!("tool '{}': {e}", info.name)),
         }
     }
-    for (_, (_, reg)) in st.registered.drain() {
-        reg.dispose();
+    for (_, r) in st.registered.drain() {
+        r.registration.dispose();
     }
     st.registered = keep;
     // Tools the listing refused by name are problems of this registration too.

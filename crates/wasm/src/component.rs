@@ -383,17 +383,12 @@ impl Plugin {
         })
     }
 
-    /// Names every tool by the folder rule (see [`crate::folder`]): a tool whose described
-    /// name is in `contested` gets its qualified registry name `plugin__tool`, every
-    /// other tool its described name. A tool whose name does not change is kept as it is
+    /// Names every tool by the registry's rule as `naming` gives it for this plugin: a
+    /// contested name becomes `plugin__tool`, every other tool keeps its described name. A tool whose name does not change is kept as it is
     /// (the same `Arc`), so a caller can tell which registrations must change.
-    pub(crate) fn qualify(&mut self, contested: &std::collections::BTreeSet<String>) {
+    pub(crate) fn qualify(&mut self, naming: &toolhost_core::tools::Naming) {
         for t in &mut self.tools {
-            let name = if contested.contains(&t.spec.name) {
-                crate::folder::qualified_name(&self.inner.name, &t.spec.name)
-            } else {
-                t.spec.name.clone()
-            };
+            let name = naming.name(&t.spec.name);
             if *t.registered != *name {
                 *t = Arc::new(t.renamed(name));
             }

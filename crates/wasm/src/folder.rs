@@ -4,26 +4,24 @@
 //!
 //! **Tool names belong to no plugin.** Load order must never decide who owns a name: a
 //! plugin `aaa_shadow.wasm` that describes `add` must not take `add` from `calc.wasm`,
-//! nor get `calc.wasm` refused. So when two or more plugins of a folder describe the same
-//! tool name (or the name is already registered by another source), **every** plugin that
-//! describes it gets the qualified name `plugin__tool` (the file stem, characters outside
-//! `[a-zA-Z0-9_-]` replaced by `_`; a name over 64 characters is cut and ends in a short
-//! hash of the full name), and a warning says so. The outcome depends only on the set of
-//! plugins, not on their order. Described names containing `__` are reserved for these
-//! qualified names: a plugin that describes one is refused (only that plugin). MCP tools
-//! use the same `server__tool` form.
+//! nor get `calc.wasm` refused. Names follow the registry's one rule for every source
+//! (`toolhost_core::tools::ToolRegistry::claim`, docs/design.md "One naming rule"): each
+//! plugin claims the names it describes under its file stem, and a name two sources
+//! claim (two plugins, a plugin and an MCP server) or a native tool holds is registered
+//! as `plugin__tool` by **every** plugin that describes it, with a warning. Described
+//! names containing `__` are reserved for these qualified names: a plugin that describes
+//! one is refused (only that plugin).
 //!
-//! The rule is implemented once: [`contested_names`] (a pure function of the set of
-//! described names) decides, and a [`FolderSet`] applies it to a registry whenever a
-//! plugin is added, replaced or removed, renaming the others as needed. The host's
-//! start-up load (incremental, in file order), its live reload and [`register_plugins`]
-//! all go through a [`FolderSet`], so the registry always holds what a fresh start with
-//! the same files would give.
+//! A [`FolderSet`] applies the rule to a registry whenever a plugin is added, replaced or
+//! removed, and when another source's claims change ([`FolderSet::follow_names`]),
+//! renaming only what changes. The host's start-up load (incremental, in file order), its
+//! live reload and [`register_plugins`] all go through a [`FolderSet`], so the registry
+//! always holds what a fresh start with the same files and servers would give.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use toolhost_core::tools::ToolRegistry;
+use toolhost_core::tools::{QUALIFIER, ToolRegistry, ToolSource};
 
 use std::sync::Arc;
 
@@ -77,33 +75,6 @@ pub async fn load_dir(engine: &WasmEngine, dir: &Path) -> (Vec<Plugin>, Vec<Plug
     (plugins, errors)
 }
 
-/// The separator of qualified tool names (`plugin__tool`); reserved in described names.
-pub const QUALIFIER: &str = "__";
-
-/// The qualified registry name `plugin__tool` of a tool (see the module docs): valid
-/// under the registry's name rule whatever the plugin's file stem.
-pub fn qualified_name(plugin: &str, tool: &str) -> String {
-    let stem: String = plugin
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let full = format!("{stem}{QUALIFIER}{tool}");
-    if full.len() <= 64 {
-        return full;
-    }
-    use sha2::Digest;
-    let hash = hex::encode(sha2::Sha256::digest(full.as_bytes()));
-    // `full` is ASCII here (a described name that passed the checks, a sanitised stem).
-    let keep = full.get(..55).unwrap_or(&full);
-    format!("{keep}_{}", &hash[..8])
-}
-
 /// The checks every tool of a plugin must pass before any is registered: the registry's
 /// definition checks (name, description, schema), no duplicate inside the plugin, and no
 /// reserved `__` in a described name.
@@ -130,49 +101,14 @@ fn check_plugin(plugin: &Plugin) -> Result<(), PluginError> {
     Ok(())
 }
 
-/// The rule of tool names, as a pure function of the set of plugins: which described
-/// tool names are *contested*, i.e. registered as `plugin__tool` by every plugin that
-/// describes them. A name is contested when two or more plugins of `described` (plugin
-/// name → its described tool names) describe it, or when `taken` says another source
-/// (an MCP server, a native tool) already holds it. Nothing here depends on the order in
-/// which plugins were loaded or registered: only on the set.
-pub fn contested_names(
-    described: &BTreeMap<String, BTreeSet<String>>,
-    taken: impl Fn(&str) -> bool,
-) -> BTreeSet<String> {
-    let mut owners: BTreeMap<&str, usize> = BTreeMap::new();
-    for names in described.values() {
-        for n in names {
-            *owners.entry(n.as_str()).or_default() += 1;
-        }
-    }
-    owners
-        .into_iter()
-        .filter(|(name, count)| *count > 1 || taken(name))
-        .map(|(name, _)| name.to_string())
-        .collect()
-}
-
 /// Registers the tools of one plugin, all or nothing: every tool must pass the registry's
 /// checks (name, description, schema, no duplicate, no reserved `__`) before any is
-/// registered. A tool whose name is already registered (by another source) is registered
-/// as `plugin__tool` instead (with a warning): [`contested_names`] with this one plugin.
-/// To register several plugins, use a [`FolderSet`] (or [`register_plugins`],
-/// [`load_into`]): this function does not rename what is already registered.
+/// registered. Its names follow the registry's one rule as it stands
+/// ([`ToolRegistry::claim`]): a name another source claims or a native tool holds is
+/// registered as `plugin__tool`. It does not follow later changes: to keep several
+/// plugins named as the rule says over time, use a [`FolderSet`].
 pub fn register_plugin(registry: &ToolRegistry, plugin: &Plugin) -> Result<usize, PluginError> {
-    check_plugin(plugin)?;
-    let mut p = plugin.clone();
-    let described = BTreeMap::from([(p.name().to_string(), described_names(&p))]);
-    let contested = contested_names(&described, |n| registry.contains(n));
-    for name in &contested {
-        tracing::warn!(
-            plugin = %plugin.path().display(),
-            "tool name '{name}' is already registered; registering this plugin's tool as '{}'",
-            qualified_name(p.name(), name)
-        );
-    }
-    p.qualify(&contested);
-    register_tools(registry, &p, p.tools())
+    FolderSet::new().insert(registry, plugin.clone())
 }
 
 /// The described tool names of a plugin.
@@ -180,40 +116,8 @@ fn described_names(p: &Plugin) -> BTreeSet<String> {
     p.tools().iter().map(|t| t.spec().name.clone()).collect()
 }
 
-fn register_tools(
-    registry: &ToolRegistry,
-    plugin: &Plugin,
-    tools: &[Arc<WasmTool>],
-) -> Result<usize, PluginError> {
-    let path = plugin.path().display().to_string();
-    let def = |message: String| PluginError::Definition {
-        path: path.clone(),
-        message,
-    };
-    if let Some(t) = tools.iter().find(|t| registry.contains(t.registry_name())) {
-        return Err(def(format!(
-            "a tool named '{}' is already registered by another source",
-            t.registry_name()
-        )));
-    }
-    let mut done = Vec::new();
-    for t in tools {
-        match registry.register(t.clone()) {
-            Ok(_) => done.push(t.registry_name().to_string()),
-            Err(e) => {
-                // All or nothing: take back what this plugin registered.
-                for n in &done {
-                    registry.unregister(n);
-                }
-                return Err(def(e.to_string()));
-            }
-        }
-    }
-    Ok(done.len())
-}
-
-/// The plugins of one folder as registered in a registry, named by the one rule of tool
-/// names ([`contested_names`], see the module docs). Every change (a plugin added,
+/// The plugins of one folder as registered in a registry, named by the registry's one
+/// rule of tool names ([`ToolRegistry::claim`], see the module docs). Every change (a plugin added,
 /// replaced or removed) recomputes the names of the whole set and changes only the
 /// registrations whose name or component changes: a plugin that appears beside `calc`
 /// describing `add` makes **both** `plugin__tool` (it never gets the plain name, not even
@@ -292,6 +196,14 @@ impl FolderSet {
         Some(gone)
     }
 
+    /// Renames what the rule now says after another source claimed or released a name
+    /// (an MCP server that appeared or went away; [`ToolRegistry::names_changed`]). Only
+    /// the registrations whose name changes are touched.
+    pub fn follow_names(&mut self, registry: &ToolRegistry) -> Result<(), PluginError> {
+        let same = self.plugins.clone();
+        self.apply(registry, same)
+    }
+
     /// Makes the registry hold exactly the tools of `next`, named by the rule: unregisters
     /// the registrations that change, registers the new ones. On a refusal puts back what
     /// was there and returns the error (naming the plugin refused).
@@ -300,18 +212,9 @@ impl FolderSet {
         registry: &ToolRegistry,
         mut next: BTreeMap<String, Plugin>,
     ) -> Result<(), PluginError> {
-        let own: HashSet<&str> = self
-            .plugins
-            .values()
-            .flat_map(|p| p.tools().iter().map(|t| t.registry_name()))
-            .collect();
-        let described: BTreeMap<String, BTreeSet<String>> = next
-            .iter()
-            .map(|(n, p)| (n.clone(), described_names(p)))
-            .collect();
-        let contested = contested_names(&described, |n| registry.contains(n) && !own.contains(n));
-        for p in next.values_mut() {
-            p.qualify(&contested);
+        claim(registry, &next, &self.plugins)?;
+        for (name, p) in next.iter_mut() {
+            p.qualify(&registry.naming(name));
         }
         let now: Vec<&Arc<WasmTool>> = self.plugins.values().flat_map(|p| p.tools()).collect();
         let wanted: Vec<(&Plugin, &Arc<WasmTool>)> = next
@@ -345,7 +248,8 @@ impl FolderSet {
                 registry.register((*t).clone()).err().map(|e| e.to_string())
             };
             if let Some(message) = refused {
-                // Put back what was there.
+                // Put back what was there, claims first.
+                let _ = claim(registry, &self.plugins, &next);
                 for n in &added {
                     registry.unregister(n);
                 }
@@ -366,10 +270,45 @@ impl FolderSet {
     }
 }
 
+/// Makes the registry's claims of this folder those of `next` (`before`: what they were):
+/// every plugin claims its described names under its own name; plugins gone release
+/// theirs. A plugin whose name another source uses is refused, and the claims are put
+/// back as they were.
+fn claim(
+    registry: &ToolRegistry,
+    next: &BTreeMap<String, Plugin>,
+    before: &BTreeMap<String, Plugin>,
+) -> Result<(), PluginError> {
+    for (name, p) in next {
+        let owner = ToolSource::Wasm {
+            path: p.path().display().to_string(),
+        };
+        if let Err(e) = registry.claim(name, &owner, described_names(p)) {
+            for gone in next.keys().filter(|n| !before.contains_key(*n)) {
+                registry.release(gone);
+            }
+            for (name, p) in before {
+                let owner = ToolSource::Wasm {
+                    path: p.path().display().to_string(),
+                };
+                let _ = registry.claim(name, &owner, described_names(p));
+            }
+            return Err(PluginError::Definition {
+                path: p.path().display().to_string(),
+                message: e.to_string(),
+            });
+        }
+    }
+    for gone in before.keys().filter(|n| !next.contains_key(*n)) {
+        registry.release(gone);
+    }
+    Ok(())
+}
+
 /// Unregisters `t` if the registry entry of its name is this plugin's (a tool of another
 /// source that took the name since stays).
 fn unregister_own(registry: &ToolRegistry, t: &WasmTool) {
-    let source = toolhost_core::tools::ToolSource::Wasm {
+    let source = ToolSource::Wasm {
         path: t.path().display().to_string(),
     };
     if registry
@@ -427,54 +366,4 @@ pub async fn load_into(
     let (kept, more) = register_plugins(registry, loaded);
     errors.extend(more);
     (kept, errors)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn set_of(plugins: &[(&str, &[&str])]) -> BTreeMap<String, BTreeSet<String>> {
-        plugins
-            .iter()
-            .map(|(p, tools)| (p.to_string(), tools.iter().map(|t| t.to_string()).collect()))
-            .collect()
-    }
-
-    #[test]
-    fn a_name_two_plugins_describe_is_contested_for_both_whatever_the_order() {
-        let none = |_: &str| false;
-        let a = contested_names(
-            &set_of(&[("aaa_shadow", &["add"]), ("calc", &["add", "mean"])]),
-            none,
-        );
-        let b = contested_names(
-            &set_of(&[("calc", &["add", "mean"]), ("zzz_shadow", &["add"])]),
-            none,
-        );
-        assert_eq!(a, BTreeSet::from(["add".to_string()]));
-        assert_eq!(a, b);
-        // Alone, nothing is contested: the squatter gone, calc gets `add` back.
-        assert!(contested_names(&set_of(&[("calc", &["add", "mean"])]), none).is_empty());
-        // A name another source holds is contested even for a single plugin.
-        let taken = contested_names(&set_of(&[("calc", &["add", "mean"])]), |n| n == "mean");
-        assert_eq!(taken, BTreeSet::from(["mean".to_string()]));
-    }
-
-    #[test]
-    fn qualified_names_follow_the_registry_rule() {
-        assert_eq!(qualified_name("calc", "add"), "calc__add");
-        assert_eq!(qualified_name("my plugin.v2", "add"), "my_plugin_v2__add");
-        let long = qualified_name(&"p".repeat(60), "a_rather_long_tool_name");
-        assert_eq!(long.len(), 64);
-        assert!(toolhost_core::tools::is_valid_tool_name(&long), "{long}");
-        // Deterministic, and different inputs stay apart.
-        assert_eq!(
-            long,
-            qualified_name(&"p".repeat(60), "a_rather_long_tool_name")
-        );
-        assert_ne!(
-            long,
-            qualified_name(&"p".repeat(60), "a_rather_long_tool_name2")
-        );
-    }
 }

@@ -51,6 +51,7 @@ mod approval;
 mod call;
 mod entry;
 mod loading;
+mod names;
 mod pipeline;
 mod registration;
 mod validate;
@@ -58,6 +59,9 @@ mod validate;
 pub use call::{ToolCall, ToolInvocation};
 pub use entry::{ToolEntry, ToolStats, is_valid_tool_name};
 pub use loading::LoadingGuard;
+pub use names::{
+    NameClash, NameFollower, Naming, QUALIFIER, contested_names, qualified_name, safe_name,
+};
 pub use registration::{Registration, RegistrationGuard};
 
 /// Default per-call timeout.
@@ -97,6 +101,10 @@ struct Inner {
     /// Loads of tools still pending (see `registry/loading.rs`).
     loading: watch::Sender<usize>,
     next_id: AtomicU64,
+    /// Every source's claimed names (see `registry/names.rs`).
+    claims: Mutex<names::Claims>,
+    /// Bumped when the contested names change.
+    names: watch::Sender<u64>,
 }
 
 /// The tool registry: an ordered, shared, concurrently changeable set of tools and the
@@ -156,6 +164,8 @@ impl ToolRegistry {
                 changes,
                 loading,
                 next_id: AtomicU64::new(1),
+                claims: Mutex::new(names::Claims::default()),
+                names: watch::channel(0).0,
             }),
         }
     }
@@ -307,8 +317,11 @@ impl ToolRegistry {
     /// Removes a tool by name. Calls already running finish normally.
     pub fn unregister(&self, name: &str) -> Option<Arc<dyn BaseTool>> {
         let removed = write(&self.inner.tools).shift_remove(name);
-        if removed.is_some() {
+        if let Some(e) = &removed {
             self.bump();
+            if *e.source() == crate::tools::base::ToolSource::Native {
+                self.native_changed(name);
+            }
         }
         removed.map(|e| e.tool.clone())
     }

@@ -1,11 +1,14 @@
 //! How the gateway names what several wrapped servers offer, and finds the server again.
 //!
-//! - **Prompts** follow the tools' collision rule: the first server (in name order) keeps a
-//!   prompt's name; a later server's prompt of the same name is `server__name`.
+//! Both follow the registry's one naming rule (docs/design.md, "One naming rule"), decided
+//! on the set of servers, never on their order or names:
+//!
+//! - **Prompts**: a name one server offers is served as it is; a name two or more servers
+//!   offer is `server__name` for **each** of them.
 //! - **Resource URIs and templates** are kept unchanged, so a client that knows a server's
-//!   URIs reads them through toolhost as it would directly. Only a URI (or template) that
-//!   an earlier server already lists is renamed, to `toolhost://SERVER/ORIGINAL`; that form
-//!   always routes to SERVER, listed or not.
+//!   URIs reads them through toolhost as it would directly. A URI (or template) that two
+//!   or more servers list is renamed for each of them, to `toolhost://SERVER/ORIGINAL`;
+//!   that form always routes to SERVER, listed or not.
 //! - A URI nobody listed goes to the first server with a template that matches it (RFC 6570
 //!   expressions, matched leniently), else to the only server that offers resources.
 
@@ -15,7 +18,7 @@ pub const ROUTED_PREFIX: &str = "toolhost://";
 /// The most expressions a template may have to be matched (more: it never matches).
 const MAX_TEMPLATE_VARS: usize = 32;
 
-/// The URI under which `server`'s `uri` is served when another server took it.
+/// The URI under which `server`'s `uri` is served when another server lists it too.
 pub fn routed_uri(server: &str, uri: &str) -> String {
     format!("{ROUTED_PREFIX}{server}/{uri}")
 }
@@ -30,9 +33,9 @@ pub fn split_routed<'a>(uri: &'a str, servers: &[&str]) -> Option<(String, &'a s
         .then(|| (server.to_string(), original))
 }
 
-/// The prompt name served for `server`'s `name` when an earlier server took it.
+/// The prompt name served for `server`'s `name` when another server offers it too.
 pub fn prefixed_name(server: &str, name: &str) -> String {
-    format!("{server}__{name}")
+    format!("{server}{}{name}", toolhost_core::tools::QUALIFIER)
 }
 
 #[derive(Debug, PartialEq)]

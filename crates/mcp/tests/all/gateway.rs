@@ -150,12 +150,13 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         t0.elapsed()
     );
 
-    // The first server in name order ("good" < "hostile", the operator's names) keeps a
-    // URI; the impostor's is renamed and still reachable.
+    // A URI both servers list belongs to neither: it is renamed for each (the rule is
+    // decided on the set, not on the servers' names or order), and both stay reachable.
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
-    assert!(uris.contains(&"test://static-text"));
+    assert!(!uris.contains(&"test://static-text"), "{uris:?}");
     assert!(
-        uris.contains(&"toolhost://hostile/test://static-text"),
+        uris.contains(&"toolhost://hostile/test://static-text")
+            && uris.contains(&"toolhost://good/test://static-text"),
         "{:?}",
         uris.iter()
             .filter(|u| !u.starts_with("evil://r/"))
@@ -170,7 +171,7 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         }
     };
     assert_eq!(
-        text_of(&read("test://static-text").await.unwrap()),
+        text_of(&read("toolhost://good/test://static-text").await.unwrap()),
         "This is the content of the static text resource."
     );
     let impostor = read("toolhost://hostile/test://static-text").await.unwrap();
@@ -194,15 +195,17 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         "{err}"
     );
 
-    // Prompts: the good server keeps its name, the impostor is `evil__...`.
+    // Prompts: a name both offer is `server__name` for each.
     let prompts = peer.list_all_prompts().await.unwrap();
     let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
     assert!(
-        names.contains(&"test_simple_prompt") && names.contains(&"hostile__test_simple_prompt"),
+        names.contains(&"good__test_simple_prompt")
+            && names.contains(&"hostile__test_simple_prompt")
+            && !names.contains(&"test_simple_prompt"),
         "{names:?}"
     );
     let got = peer
-        .get_prompt(GetPromptRequestParams::new("test_simple_prompt"))
+        .get_prompt(GetPromptRequestParams::new("good__test_simple_prompt"))
         .await
         .unwrap();
     assert!(format!("{:?}", got.messages).contains("This is a simple prompt for testing."));

@@ -20,6 +20,7 @@ mod http_auth;
 mod http_limits;
 mod keepalive;
 mod listen_hostile;
+mod names;
 mod oauth_discovery;
 mod sandbox;
 mod server;

@@ -29,6 +29,7 @@ impl ToolRegistry {
         let entry = self.make_entry(tool, metadata)?;
         let name = entry.name.clone();
         let id = entry.id;
+        let native = *entry.source() == crate::tools::base::ToolSource::Native;
         {
             let mut tools = write(&self.inner.tools);
             if tools.contains_key(&name) {
@@ -38,6 +39,9 @@ impl ToolRegistry {
         }
         tracing::debug!(tool = %name, "registered tool");
         self.bump();
+        if native {
+            self.native_changed(&name);
+        }
         Ok(Registration {
             registry: Arc::downgrade(&self.inner),
             name,
