@@ -411,13 +411,18 @@ impl McpClient {
         // The arguments are kept for a second call only when a new login could follow: a
         // person who logs in is behind the call and the server's credential is an OAuth
         // login (every other call pays no copy).
+        // The call's one deadline: the registry's (in `ctx`, the tool's timeout cut to the
+        // caller's), else this client's timeout from now. Every request, question and
+        // task poll of the call is bounded by it; nothing else times the call.
+        let own = tokio::time::Instant::now() + self.cfg.timeout;
+        let deadline = ctx.deadline().map_or(own, |d| d.min(own));
         let login = ctx.get::<crate::LocalUser>().and_then(|u| u.login());
         let oauth_http = matches!(self.cfg.transport, McpTransport::StreamableHttp { .. })
             && self.cfg.oauth.is_some();
         let Some((login, again)) = login.filter(|_| oauth_http).map(|l| (l, args.clone())) else {
-            return self.call_tool_once(name, args, ctx).await;
+            return self.call_tool_once(name, args, ctx, deadline).await;
         };
-        let first = self.call_tool_once(name, args, ctx).await;
+        let first = self.call_tool_once(name, args, ctx, deadline).await;
         let challenge = match &first {
             Err(McpClientError::Unauthorized {
                 status: 403,
@@ -427,7 +432,7 @@ impl McpClient {
             _ => return first,
         };
         self.step_up(&challenge, login).await?;
-        self.call_tool_once(name, again, ctx).await
+        self.call_tool_once(name, again, ctx, deadline).await
     }
 
     /// A new login through `login` for the scope a 403 `challenge` names (only for a

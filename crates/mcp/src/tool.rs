@@ -12,8 +12,6 @@
 //!   compiles at registration and checks every result against).
 //! - `isError: true` becomes a recoverable `ToolError::ExecutionFailed`.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use serde_json::Value;
 use toolhost_core::tools::{
@@ -23,11 +21,6 @@ use toolhost_core::tools::{
 
 use crate::client::McpClient;
 use crate::info::McpToolInfo;
-
-/// How much longer than the client's request budget the registry waits for an MCP call:
-/// the client's own timeout (which sends `notifications/cancelled` and reports
-/// `McpTimeout`) must fire first.
-pub const REGISTRY_TIMEOUT_MARGIN: Duration = Duration::from_secs(1);
 
 /// An MCP tool adapted to [`BaseTool`]. Calls go through the shared [`McpClient`].
 #[derive(Debug)]
@@ -107,12 +100,16 @@ impl BaseTool for McpTool {
                 server: self.client.server_name().to_string(),
             },
             version: None,
-            timeout: Some(self.client.timeout() + REGISTRY_TIMEOUT_MARGIN),
+            timeout: Some(self.client.timeout()),
             risk: self.client.tool_rules().rate(&self.info).risk_floor,
             title: self.info.title.clone(),
             icons: self.info.icons.clone(),
             output_schema: self.info.output_schema.clone(),
             orchestrates: false,
+            // The client bounds every request, question and task poll of the call by the
+            // registry's deadline, sends `notifications/cancelled` and reports
+            // `McpTimeout` itself.
+            keeps_deadline: true,
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -23,11 +23,6 @@ use crate::policy::Policy;
 use crate::spare::{SpareSlot, Unprepared, prepare};
 use crate::store::{CallSpec, facts};
 use toolhost_core::tools::content::{ContentBlock, render_blocks};
-
-/// How much longer than a plugin's own deadline the registry waits for a call: the
-/// sandbox's epoch deadline must fire first, because it says which limit stopped the
-/// call (the registry's timeout only knows that time ran out).
-pub const SANDBOX_DEADLINE_MARGIN: Duration = Duration::from_secs(2);
 
 /// Largest canonical JSON a call may return, bytes. Bigger results are truncated (the
 /// canonical value becomes the truncated text) rather than failing the call.
@@ -131,7 +126,6 @@ impl WasmTool {
             ));
         }
         let policy = &self.plugin.policy;
-        let timeout = policy.timeout();
         // Errors speak of the registry name (what the caller used); the component gets
         // the name it described.
         let name = &*self.registered;
@@ -143,8 +137,12 @@ impl WasmTool {
             .map_err(|e| ToolError::failed(name, format!("the plugin cannot be loaded: {e}")))?;
         // The sandbox: the spare when there is one ([`crate::spare`]), else one built
         // now; either way instantiated with the tool's grant and never run.
+        // The call's deadline is the registry's (the plugin's timeout cut to the
+        // caller's); called outside a registry, the plugin's own timeout from now.
         let started = Instant::now();
-        let deadline = started + timeout;
+        let own = started + policy.timeout();
+        let deadline = ctx.deadline().map_or(own, |d| d.into_std().min(own));
+        let timeout = deadline.saturating_duration_since(started);
         let max_stack = self.plugin.engine.options().max_wasm_stack;
         let (mut store, instance) = match self.spare.take(pre) {
             // Built ahead with no call in it: the call's context, deadline and fuel go in.
@@ -325,8 +323,12 @@ impl BaseTool for WasmTool {
                 path: self.plugin.path.display().to_string(),
             },
             version: None,
-            timeout: Some(self.plugin.policy.timeout() + SANDBOX_DEADLINE_MARGIN),
+            timeout: Some(self.plugin.policy.timeout()),
             risk: None,
+            // The sandbox stops the call at the registry's deadline (epoch checks while
+            // wasm runs, one timer while the guest waits on host I/O), so it can say
+            // which limit stopped it and flush the guest's output.
+            keeps_deadline: true,
             ..Default::default()
         }
     }

@@ -133,6 +133,14 @@ pub struct ToolMetadata {
     /// waiting for inner calls would deadlock a full pool of such tools.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub orchestrates: bool,
+    /// The tool stops itself at the call's deadline, which the registry computes (the
+    /// tool's timeout cut to the caller's deadline) and hands it as
+    /// [`ToolContext::deadline`]: a WASM tool through its sandbox's epoch deadline, an
+    /// MCP tool through its request's timeout. The registry then starts no timer of its
+    /// own, so one call has one timer (docs/design.md, "The pipeline"); a tool without
+    /// this flag is stopped by the registry's timer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keeps_deadline: bool,
 }
 
 /// A display icon of a tool (MCP `Icon`).

@@ -420,3 +420,67 @@ async fn the_caller_result_limit_applies_when_tighter_and_errors_are_bounded_too
     let ok = reg.invoke_recorded("long", json!({})).await;
     assert!(ok.truncated && ok.model_text().len() > 10_000);
 }
+
+/// A tool that keeps its deadline: it reads it from its context. With `late`, it answers
+/// after it (the registry must not race it); without, it reports `Timeout` at once with a
+/// budget of its own reckoning.
+fn deadline_keeper(reg: &ToolRegistry, seen: Arc<std::sync::Mutex<Vec<Duration>>>) {
+    reg.register_with(
+        DynamicTool::builder("keeper")
+            .description("Stops itself at the deadline the registry hands it")
+            .handler(move |args, ctx| {
+                let seen = seen.clone();
+                async move {
+                    let now = tokio::time::Instant::now();
+                    let Some(deadline) = ctx.deadline() else {
+                        return Ok(ToolOutput::text("no deadline"));
+                    };
+                    seen.lock().unwrap().push(deadline - now);
+                    if args["late"] == true {
+                        tokio::time::sleep_until(deadline + Duration::from_secs(5)).await;
+                        return Ok(ToolOutput::text("answered late"));
+                    }
+                    Err(ToolError::Timeout("keeper".into(), Duration::from_secs(1)))
+                }
+            })
+            .build_dyn(),
+        ToolMetadata {
+            timeout: Some(Duration::from_secs(10)),
+            keeps_deadline: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_that_keeps_its_deadline_gets_it_in_its_context_and_no_second_timer() {
+    let reg = ToolRegistry::new();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    deadline_keeper(&reg, seen.clone());
+    // The tool's own timeout, then a tighter caller deadline: each is the one deadline.
+    let own = reg.invoke_recorded("keeper", json!({})).await;
+    let ctx = ToolContext::default()
+        .with_deadline(tokio::time::Instant::now() + Duration::from_millis(300));
+    let tight = reg
+        .invoke_call(ToolCall::new("keeper", json!({})), &ctx)
+        .await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [Duration::from_secs(10), Duration::from_millis(300)]
+    );
+    // The tool's `Timeout` speaks of the call's budget, as the registry reckons it.
+    match (own.output, tight.output) {
+        (Err(ToolError::Timeout(_, a)), Err(ToolError::Timeout(_, b))) => {
+            assert_eq!(
+                (a, b),
+                (Duration::from_secs(10), Duration::from_millis(300))
+            );
+        }
+        other => panic!("expected Timeout twice, got {other:?}"),
+    }
+    // The registry started no timer of its own: a keeper that answers past the deadline
+    // is not cut off.
+    let late = reg.invoke_recorded("keeper", json!({"late": true})).await;
+    assert_eq!(late.output.unwrap().render, "answered late");
+}

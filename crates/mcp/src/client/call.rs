@@ -30,6 +30,7 @@ impl McpClient {
         name: &str,
         args: Value,
         ctx: &ToolContext,
+        deadline: tokio::time::Instant,
     ) -> Result<ToolOutput, McpClientError> {
         let arguments = match args {
             Value::Object(m) => Some(m),
@@ -49,9 +50,11 @@ impl McpClient {
         // at most `MAX_INPUT_ROUNDS` times.
         // A task the server makes of the call is followed to its end by the same deadline
         // (client/tasks.rs).
-        let deadline = tokio::time::Instant::now() + self.cfg.timeout;
         for _ in 0..=MAX_INPUT_ROUNDS {
-            match self.call_tool_round(name, params.clone(), ctx).await? {
+            match self
+                .call_tool_round(name, params.clone(), ctx, deadline)
+                .await?
+            {
                 Round::Complete(result) => {
                     self.shared.failures.store(0, Ordering::Relaxed);
                     return output_from_result(&self.cfg.server, name, result);
@@ -62,7 +65,10 @@ impl McpClient {
                     return output_from_result(&self.cfg.server, name, result);
                 }
                 Round::Input(input) => {
-                    let answers = self.answer_inputs(input.input_requests, ctx).await;
+                    let answering = self.answer_inputs(input.input_requests, ctx);
+                    let Ok(answers) = tokio::time::timeout_at(deadline, answering).await else {
+                        return Err(self.out_of_time(name));
+                    };
                     params.input_responses = Some(answers);
                     params.request_state = input.request_state;
                 }
@@ -84,8 +90,13 @@ impl McpClient {
         name: &str,
         params: CallToolRequestParams,
         ctx: &ToolContext,
+        deadline: tokio::time::Instant,
     ) -> Result<Round, McpClientError> {
         let what = format!("tools/call {name}");
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Err(self.out_of_time(name));
+        }
         let peer = self.peer().await?;
         // The call's trace goes on into the server (`_meta.traceparent`).
         let mut params = params;
@@ -101,7 +112,7 @@ impl McpClient {
         let route = || Route::of(ctx);
         let pending = Pending::file(&self.shared.progress, route());
         let sent = peer
-            .send_request_with_option(request, PeerRequestOptions::with_timeout(self.cfg.timeout))
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(left))
             .await;
         if let Ok(h) = &sent {
             let mut map = self
@@ -160,6 +171,15 @@ impl McpClient {
             }
         };
         Ok(Round::Complete(result))
+    }
+
+    /// The error of a call whose deadline passed between its requests.
+    fn out_of_time(&self, name: &str) -> McpClientError {
+        McpClientError::Timeout {
+            server: self.cfg.server.clone(),
+            what: format!("tools/call {name}"),
+            timeout: self.cfg.timeout,
+        }
     }
 }
 

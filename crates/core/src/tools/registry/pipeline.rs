@@ -300,20 +300,33 @@ impl ToolRegistry {
             tool: entry.name.clone(),
             input: args.clone(),
         });
-        let timeout = match deadline {
-            Some(d) => own.min(d.saturating_duration_since(tokio::time::Instant::now())),
-            None => own,
-        };
+        // The call's one deadline, owned here: the tool's timeout from now, cut to the
+        // caller's. The tool sees it in its context; a tool that keeps it stops itself
+        // there (its own error says which limit), any other is stopped by this timer.
+        let now = tokio::time::Instant::now();
+        let call_deadline = deadline.map_or(now + own, |d| d.min(now + own));
+        let timeout = call_deadline.saturating_duration_since(now);
+        let call_ctx = ctx.clone().with_deadline(call_deadline);
         // A WASM tool records the fuel its call used on this span.
         let exec_span =
             tracing::info_span!("execute", toolhost.wasm.fuel_used = tracing::field::Empty);
         let exec = AssertUnwindSafe(tracing::Instrument::instrument(
-            entry.tool.execute(args.clone(), ctx),
+            entry.tool.execute(args.clone(), &call_ctx),
             exec_span,
         ))
         .catch_unwind();
+        let timer = async {
+            if entry.metadata.keeps_deadline {
+                Ok(exec.await)
+            } else {
+                tokio::time::timeout_at(call_deadline, exec).await
+            }
+        };
         let result = tokio::select! {
-            r = tokio::time::timeout(timeout, exec) => match r {
+            r = timer => match r {
+                // The tool's own deadline error speaks of the call's budget, as this
+                // timer would have.
+                Ok(Ok(Err(ToolError::Timeout(name, _)))) => Err(ToolError::Timeout(name, timeout)),
                 Ok(Ok(res)) => res,
                 Ok(Err(panic)) => {
                     let msg = panic_message(&panic);
