@@ -249,7 +249,7 @@ async fn turn(
         }
         match ev {
             Ok(StreamEvent::ToolExecutionProgress {
-                name,
+                tool_name: name,
                 progress,
                 total,
                 message,
@@ -287,7 +287,11 @@ async fn turn(
                 let _ = out.flush();
                 mid_line = !text.ends_with('\n');
             }
-            Ok(StreamEvent::ToolExecutionStarted { name, input, .. }) => {
+            Ok(StreamEvent::ToolExecutionStarted {
+                tool_name: name,
+                input,
+                ..
+            }) => {
                 if mid_line {
                     let _ = writeln!(out);
                     mid_line = false;
@@ -295,7 +299,7 @@ async fn turn(
                 eprintln!("  → {name} {}", one_line(&input.to_string(), 120));
             }
             Ok(StreamEvent::ToolExecutionCompleted {
-                name,
+                tool_name: name,
                 output,
                 duration,
                 ..

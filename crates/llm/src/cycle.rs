@@ -528,7 +528,7 @@ impl LlmCycle {
             for p in &plan {
                 emit(StreamEvent::ToolExecutionStarted {
                     id: p.id.clone(),
-                    name: p.name.clone(),
+                    tool_name: p.name.clone(),
                     input: p.input.clone(),
                 });
             }
@@ -556,7 +556,7 @@ impl LlmCycle {
                         .push(ChatMessage::tool(p.id.clone(), text.clone()));
                     emit(StreamEvent::ToolExecutionCompleted {
                         id: p.id.clone(),
-                        name: p.name.clone(),
+                        tool_name: p.name.clone(),
                         output: Err(text),
                         duration: Duration::ZERO,
                     });
@@ -593,7 +593,7 @@ impl LlmCycle {
                 }
                 emit(StreamEvent::ToolExecutionCompleted {
                     id: o.id,
-                    name: o.name,
+                    tool_name: o.name,
                     output: o.output,
                     duration: o.duration,
                 });

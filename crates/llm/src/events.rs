@@ -38,7 +38,7 @@ pub enum StreamEvent {
         /// The call id.
         id: String,
         /// The tool name (after any repair by the invalid-call policy).
-        name: String,
+        tool_name: String,
         /// The arguments (a JSON string holding the raw text when they were not JSON).
         input: Value,
     },
@@ -47,7 +47,7 @@ pub enum StreamEvent {
         /// The call id.
         id: String,
         /// The tool name.
-        name: String,
+        tool_name: String,
         /// `Ok(result text)` or `Err(error text)`.
         output: Result<String, String>,
         /// How long the call took (zero for calls that never ran).
@@ -61,7 +61,7 @@ pub enum StreamEvent {
         /// The call id.
         id: String,
         /// The tool name.
-        name: String,
+        tool_name: String,
         /// Progress so far.
         progress: f64,
         /// The total, when known.

@@ -20,24 +20,54 @@ use crate::info::McpToolInfo;
 use crate::tool::McpTool;
 
 impl McpClient {
-    /// The server's tools as `BaseTool`s, under their own (sanitised) names, from the tool
-    /// cache: call [`McpClient::list_tools`] first. Use [`McpClient::register_into`] to get
-    /// collision handling and list_changed updates.
+    /// The server's tools as `BaseTool`s, under their own (sanitised) names. Lists them
+    /// first when nothing was listed yet: on a multi-threaded tokio runtime it waits for
+    /// `tools/list` in place; elsewhere (a current-thread runtime, no runtime) it cannot
+    /// wait, so it logs a warning and gives nothing: use
+    /// [`McpClient::into_listed_tools`] there. Use [`McpClient::register_into`] to get the
+    /// one naming rule and list_changed updates.
     pub fn into_tools(self) -> Vec<Arc<dyn BaseTool>> {
-        self.cached_tools()
-            .map(|tools| {
-                tools
-                    .iter()
-                    .map(|info| {
-                        Arc::new(McpTool::new(
-                            self.clone(),
-                            safe_name(&info.name),
-                            info.clone(),
-                        )) as Arc<dyn BaseTool>
-                    })
-                    .collect()
+        if let Some(tools) = self.cached_tools() {
+            return self.adapt(&tools);
+        }
+        let multi = tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let Some(handle) = multi else {
+            tracing::warn!(
+                server = %self.server_name(),
+                "into_tools before any listing, outside a multi-threaded runtime: no tools \
+                 (list_tools first, or use into_listed_tools)"
+            );
+            return Vec::new();
+        };
+        match tokio::task::block_in_place(|| handle.block_on(self.tools())) {
+            Ok(tools) => self.adapt(&tools),
+            Err(e) => {
+                tracing::warn!(server = %self.server_name(), error = %e, "listing the tools failed: no tools");
+                Vec::new()
+            }
+        }
+    }
+
+    /// [`McpClient::into_tools`] for async code: lists the tools when nothing was listed
+    /// yet, and says why when that fails.
+    pub async fn into_listed_tools(self) -> Result<Vec<Arc<dyn BaseTool>>, McpClientError> {
+        let tools = self.tools().await?;
+        Ok(self.adapt(&tools))
+    }
+
+    fn adapt(&self, tools: &[McpToolInfo]) -> Vec<Arc<dyn BaseTool>> {
+        tools
+            .iter()
+            .map(|info| {
+                Arc::new(McpTool::new(
+                    self.clone(),
+                    safe_name(&info.name),
+                    info.clone(),
+                )) as Arc<dyn BaseTool>
             })
-            .unwrap_or_default()
+            .collect()
     }
 
     /// Registers the server's tools into `registry` and keeps them in sync: on

@@ -246,6 +246,14 @@ impl ToolOutput {
     }
 }
 
+/// A JSON value as a tool's output ([`ToolOutput::json`]), so a tool may end with
+/// `Ok(json!({...}).into())`.
+impl From<Value> for ToolOutput {
+    fn from(canonical: Value) -> Self {
+        ToolOutput::json(canonical)
+    }
+}
+
 /// A progress report sent by a running tool (forwarded, for example, as MCP progress).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProgressEvent {

@@ -484,3 +484,22 @@ async fn a_tool_that_keeps_its_deadline_gets_it_in_its_context_and_no_second_tim
     let late = reg.invoke_recorded("keeper", json!({"late": true})).await;
     assert_eq!(late.output.unwrap().render, "answered late");
 }
+
+#[tokio::test]
+async fn a_tool_may_end_with_a_json_value_into_its_output() {
+    let reg = ToolRegistry::new();
+    reg.register(
+        DynamicTool::builder("weather")
+            .description("The weather, as the design's example writes it")
+            .handler(|_, _| async { Ok(json!({"city": "Beijing", "temp_c": 22}).into()) })
+            .build_dyn(),
+    )
+    .unwrap();
+    let out = reg
+        .invoke_recorded("weather", json!({}))
+        .await
+        .output
+        .unwrap();
+    assert_eq!(out.canonical, json!({"city": "Beijing", "temp_c": 22}));
+    assert_eq!(out.render, r#"{"city":"Beijing","temp_c":22}"#);
+}

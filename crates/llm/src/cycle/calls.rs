@@ -246,7 +246,7 @@ fn forward_progress(
         };
         let _ = events.send(StreamEvent::ToolExecutionProgress {
             id: p.call_id,
-            name: name.clone(),
+            tool_name: name.clone(),
             progress: p.progress,
             total: p.total,
             message: p

@@ -76,9 +76,11 @@ async fn fakellm_streamed_loop_of_three_turns_with_split_arguments() -> anyhow::
     let started: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
-            StreamEvent::ToolExecutionStarted { name, input, .. } => {
-                Some(format!("{name} {input}"))
-            }
+            StreamEvent::ToolExecutionStarted {
+                tool_name: name,
+                input,
+                ..
+            } => Some(format!("{name} {input}")),
             _ => None,
         })
         .collect();

@@ -222,7 +222,11 @@ async fn streaming_joins_split_arguments_and_orders_events_as_documented() -> an
         .iter()
         .map(|e| match e {
             StreamEvent::AssistantTextDelta { text } => format!("text {text}"),
-            StreamEvent::ToolExecutionStarted { id, name, input } => {
+            StreamEvent::ToolExecutionStarted {
+                id,
+                tool_name: name,
+                input,
+            } => {
                 format!("started {id} {name} {input}")
             }
             StreamEvent::TurnComplete { reason } => format!("turn {reason:?}"),
