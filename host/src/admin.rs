@@ -569,6 +569,7 @@ mod tests {
                 duration: std::time::Duration::from_millis(1),
                 truncated: false,
                 result: None,
+                output: None,
             });
         }
         let text = metrics.render();

@@ -200,10 +200,16 @@ enum Halt {
 }
 
 /// The result of one call, as given to the model.
+/// The `error_kind` of a call answered without running (invalid, skipped, or cut short
+/// by a run that ended).
+pub(crate) const NOT_RUN: &str = "not_run";
+
 struct Outcome {
     id: String,
     name: String,
     output: Result<String, String>,
+    /// The error's kind, on failure ([`StreamEvent::ToolExecutionCompleted`]).
+    kind: Option<&'static str>,
     duration: Duration,
     fatal: Option<ToolError>,
 }
@@ -558,6 +564,7 @@ impl LlmCycle {
                         id: p.id.clone(),
                         tool_name: p.name.clone(),
                         output: Err(text),
+                        error_kind: Some(NOT_RUN.into()),
                         duration: Duration::ZERO,
                     });
                 }
@@ -595,6 +602,7 @@ impl LlmCycle {
                     id: o.id,
                     tool_name: o.name,
                     output: o.output,
+                    error_kind: o.kind.map(str::to_string),
                     duration: o.duration,
                 });
             }

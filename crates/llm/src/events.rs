@@ -50,6 +50,10 @@ pub enum StreamEvent {
         tool_name: String,
         /// `Ok(result text)` or `Err(error text)`.
         output: Result<String, String>,
+        /// On failure, what kind (`ToolError::kind`: `panicked` for a tool that crashed,
+        /// `timeout`, `permission_denied`, ...; `not_run` for a call answered without
+        /// running), so a panic is told apart from a tool that reported an error.
+        error_kind: Option<String>,
         /// How long the call took (zero for calls that never ran).
         #[serde(serialize_with = "ser_ms")]
         duration: Duration,

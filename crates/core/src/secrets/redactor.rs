@@ -148,6 +148,7 @@ impl Redactor {
         let r = |s: String| self.text(&s).into_owned();
         match e {
             ToolError::ExecutionFailed(n, m) => ToolError::ExecutionFailed(n, r(m)),
+            ToolError::Panicked(n, m) => ToolError::Panicked(n, r(m)),
             ToolError::InvalidArguments(n, m) => ToolError::InvalidArguments(n, r(m)),
             ToolError::PermissionDenied(n, m) => ToolError::PermissionDenied(n, r(m)),
             ToolError::McpError(m) => ToolError::McpError(r(m)),

@@ -361,6 +361,7 @@ impl ToolEventListener for AuditLog {
             duration,
             truncated,
             result,
+            ..
         } = event
         else {
             if let Some((inv, p)) = self.book(event) {

@@ -29,6 +29,10 @@ pub enum ToolError {
     #[error("tool '{0}' failed: {1}")]
     ExecutionFailed(String, String),
 
+    /// The tool panicked: a bug in the tool, caught by the registry (the host goes on).
+    #[error("tool '{0}' crashed (panic: {1})")]
+    Panicked(String, String),
+
     /// The arguments did not match the tool's parameter schema, or were not JSON.
     #[error(
         "invalid arguments for tool '{0}': {1}. Fix the arguments to match the tool's parameter schema and call it again"
@@ -84,7 +88,8 @@ impl ToolError {
     /// Whether an automatic tool loop should report this error to the model and carry on
     /// (`true`), or stop the loop (`false`).
     ///
-    /// The table in `docs/design.md` ("Errors"): execution failures, invalid arguments and `Other` are
+    /// The table in `docs/design.md` ("Errors"): execution failures (a panic included),
+    /// invalid arguments and `Other` are
     /// recoverable; `NotFound`, permission denials, MCP link failures and I/O errors are
     /// not. Of the added variants, a timeout or a sandbox limit is recoverable (the model can
     /// ask for less); cancellation and registration errors are not.
@@ -92,6 +97,7 @@ impl ToolError {
         matches!(
             self,
             ToolError::ExecutionFailed(..)
+                | ToolError::Panicked(..)
                 | ToolError::InvalidArguments(..)
                 | ToolError::Other(_)
                 | ToolError::Timeout(..)
@@ -105,6 +111,7 @@ impl ToolError {
         match self {
             ToolError::NotFound(_) => "not_found",
             ToolError::ExecutionFailed(..) => "execution_failed",
+            ToolError::Panicked(..) => "panicked",
             ToolError::InvalidArguments(..) => "invalid_arguments",
             ToolError::PermissionDenied(..) => "permission_denied",
             ToolError::McpError(_) => "mcp_error",

@@ -27,6 +27,10 @@ use crate::tools::base::{ToolOutput, ToolSource};
 use crate::tools::permission::RiskLevel;
 
 /// An event of the invocation pipeline.
+// `Completed` is the large variant (what an audit record needs, in one place). Events are
+// built once per call and handed to listeners by reference; boxing it would add an
+// allocation to every call for no saving.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum ToolEvent {
@@ -78,6 +82,11 @@ pub enum ToolEvent {
         /// Size and sha256 of the result, on success (see [`ResultDigest`]).
         #[serde(skip_serializing_if = "Option::is_none")]
         result: Option<ResultDigest>,
+        /// The result's canonical value, on success, when a listener asked for it
+        /// ([`ToolEventListener::wants_output`]); never serialised, so an audit trail
+        /// written from events holds the digest only.
+        #[serde(skip)]
+        output: Option<std::sync::Arc<Value>>,
     },
     /// A destructive call is waiting for the approver.
     ApprovalRequested {
@@ -232,6 +241,13 @@ impl ToolEvent {
 pub trait ToolEventListener: Send + Sync {
     /// Receives one event.
     fn on_event(&self, event: &ToolEvent);
+
+    /// Whether this listener wants each successful call's canonical value in
+    /// [`ToolEvent::Completed`] (`output`). Off by default: results can be large and
+    /// hold what an audit trail must not; the digest is always there.
+    fn wants_output(&self) -> bool {
+        false
+    }
 }
 
 pub use crate::tools::redact::SECRET_KEY_MARKERS;

@@ -407,6 +407,11 @@ impl ToolRegistry {
         out
     }
 
+    /// Whether a listener asked for results' canonical values.
+    fn wants_output(&self) -> bool {
+        read(&self.inner.listeners).iter().any(|l| l.wants_output())
+    }
+
     fn emit(&self, make: impl FnOnce() -> ToolEvent) {
         let listeners = read(&self.inner.listeners);
         if listeners.is_empty() && self.inner.events.receiver_count() == 0 {

@@ -221,7 +221,7 @@ async fn a_panicking_tool_becomes_an_error_and_others_still_work() {
     let inv = reg.invoke_recorded("boom", json!({})).await;
     let err = inv.output.unwrap_err();
     assert!(
-        err.to_string().contains("kaboom") && err.is_recoverable(),
+        err.to_string().contains("kaboom") && err.is_recoverable() && err.kind() == "panicked",
         "{err}"
     );
     assert!(
@@ -502,4 +502,62 @@ async fn a_tool_may_end_with_a_json_value_into_its_output() {
         .unwrap();
     assert_eq!(out.canonical, json!({"city": "Beijing", "temp_c": 22}));
     assert_eq!(out.render, r#"{"city":"Beijing","temp_c":22}"#);
+}
+
+/// Records the `output` of every `Completed` event; asks for it when `wants` is set.
+struct Outputs {
+    wants: bool,
+    seen: std::sync::Mutex<Vec<Option<serde_json::Value>>>,
+}
+
+impl ToolEventListener for Outputs {
+    fn on_event(&self, event: &ToolEvent) {
+        if let ToolEvent::Completed { output, .. } = event {
+            self.seen.lock().unwrap().push(output.as_deref().cloned());
+        }
+    }
+
+    fn wants_output(&self) -> bool {
+        self.wants
+    }
+}
+
+#[tokio::test]
+async fn a_listener_that_asks_sees_the_canonical_value_and_the_audit_line_does_not() {
+    let reg = ToolRegistry::new();
+    reg.register(
+        DynamicTool::builder("structured")
+            .description("Answers with a structured value")
+            .handler(|_, _| async { Ok(json!({"answer": 42}).into()) })
+            .build_dyn(),
+    )
+    .unwrap();
+    let quiet = Arc::new(Outputs {
+        wants: false,
+        seen: Default::default(),
+    });
+    reg.add_listener(quiet.clone());
+    reg.invoke_recorded("structured", json!({})).await;
+    assert_eq!(*quiet.seen.lock().unwrap(), [None], "nobody asked");
+
+    let asks = Arc::new(Outputs {
+        wants: true,
+        seen: Default::default(),
+    });
+    reg.add_listener(asks.clone());
+    let mut events = reg.subscribe();
+    reg.invoke_recorded("structured", json!({})).await;
+    assert_eq!(*asks.seen.lock().unwrap(), [Some(json!({"answer": 42}))]);
+    // Serialised (what an audit trail writes), the event holds the digest, not the value.
+    let line = loop {
+        let ev = events.recv().await.unwrap();
+        if let ToolEvent::Completed { output, .. } = &ev {
+            assert!(output.is_some());
+            break serde_json::to_string(&ev).unwrap();
+        }
+    };
+    assert!(
+        line.contains("\"result\"") && !line.contains("\"answer\""),
+        "{line}"
+    );
 }

@@ -182,6 +182,7 @@ impl LlmCycle {
                     id: p.id,
                     name: p.name,
                     output: Err(text),
+                    kind: Some(NOT_RUN),
                     duration: Duration::ZERO,
                     fatal: None,
                 },
@@ -195,10 +196,12 @@ impl LlmCycle {
                                 "Error: tool '{}' did not report a result",
                                 p.name
                             )),
+                            kind: Some("other"),
                             duration: Duration::ZERO,
                             fatal: None,
                         };
                     };
+                    let kind = inv.output.as_ref().err().map(ToolError::kind);
                     let (text, fatal) = match inv.output {
                         Ok(out) => (Ok(out.render), None),
                         Err(ToolError::PermissionDenied(_, why))
@@ -216,6 +219,7 @@ impl LlmCycle {
                         id: p.id,
                         name: p.name,
                         output: text,
+                        kind,
                         duration: inv.duration,
                         fatal,
                     }

@@ -691,3 +691,48 @@ async fn dropping_a_stream_mid_turn_leaves_a_history_the_next_submit_repairs() -
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn a_panicking_tool_is_told_apart_on_the_event_stream() -> anyhow::Result<()> {
+    let server = Scripted::start(vec![
+        sse_tools(&[("p1", "boom", "{}"), ("p2", "add", r#"{"x": 2, "y": 3}"#)]),
+        sse_text(&["the first tool crashed; ", "2 + 3 = 5"]),
+    ])
+    .await?;
+    let registry = math_registry()?;
+    registry.register(
+        DynamicTool::builder("boom")
+            .description("Panics on purpose")
+            .handler(|_, _| async { panic!("kaboom") })
+            .build_dyn(),
+    )?;
+    let mut c = cycle(&server)?;
+    let mut completed = Vec::new();
+    {
+        let mut s = c.submit_stream_with_tools("go", &registry);
+        while let Some(ev) = s.next().await {
+            if let StreamEvent::ToolExecutionCompleted {
+                id,
+                error_kind,
+                output,
+                ..
+            } = ev?
+            {
+                completed.push((id, error_kind, output.is_ok()));
+            }
+        }
+    }
+    assert_eq!(
+        completed,
+        [
+            ("p1".to_string(), Some("panicked".to_string()), false),
+            ("p2".to_string(), None, true),
+        ]
+    );
+    // The model was told, and the conversation went on.
+    assert_eq!(
+        c.messages().last().and_then(ChatMessage::text),
+        Some("the first tool crashed; 2 + 3 = 5")
+    );
+    Ok(())
+}

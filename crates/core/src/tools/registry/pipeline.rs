@@ -65,6 +65,7 @@ impl Drop for Unfinished<'_> {
             duration: self.start.elapsed(),
             truncated: false,
             result: None,
+            output: None,
         });
     }
 }
@@ -195,6 +196,8 @@ impl ToolRegistry {
         if let Some(entry) = &entry {
             entry.stats.record(output.is_ok(), duration);
         }
+        // Asked before `emit` takes the listeners' lock (not again under it).
+        let wants_output = self.wants_output();
         self.emit(|| ToolEvent::Completed {
             call_id: call_id.clone(),
             invocation,
@@ -209,6 +212,9 @@ impl ToolRegistry {
             duration,
             truncated,
             result: output.as_ref().ok().map(ResultDigest::of),
+            output: wants_output
+                .then(|| output.as_ref().ok().map(|o| Arc::new(o.canonical.clone())))
+                .flatten(),
         });
         ToolInvocation {
             call_id,
@@ -331,7 +337,7 @@ impl ToolRegistry {
                 Ok(Err(panic)) => {
                     let msg = panic_message(&panic);
                     tracing::error!(tool = %entry.name, panic = %msg, "tool panicked");
-                    Err(ToolError::ExecutionFailed(entry.name.clone(), format!("the tool crashed (panic: {msg})")))
+                    Err(ToolError::Panicked(entry.name.clone(), msg))
                 }
                 Err(_) => {
                     // Tell the tool to stop whatever it still runs in the background.
