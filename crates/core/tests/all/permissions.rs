@@ -165,3 +165,46 @@ async fn approver_deny_once_and_always() {
     assert_eq!(approver.asked.load(Ordering::SeqCst), 4);
     assert!(!dir.path().join("e").exists());
 }
+
+#[tokio::test]
+async fn one_checker_shared_through_an_arc_governs_every_registry_that_holds_it() {
+    let checker = Arc::new(PermissionChecker::default());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let registries: Vec<ToolRegistry> = (0..2).map(|_| ToolRegistry::new()).collect();
+    for reg in &registries {
+        reg.set_permission_checker(Some(checker.clone()));
+        reg.register(counting_tool(
+            "writer",
+            vec![Permission::Write],
+            runs.clone(),
+        ))
+        .unwrap();
+        reg.register(counting_tool(
+            "reader",
+            vec![Permission::Read],
+            runs.clone(),
+        ))
+        .unwrap();
+    }
+    assert_eq!(Arc::strong_count(&checker), 3, "shared, not copied");
+    for reg in &registries {
+        let denied = reg.invoke_recorded("writer", json!({"text": "x"})).await;
+        assert!(matches!(
+            denied.output,
+            Err(ToolError::PermissionDenied(..))
+        ));
+        assert!(
+            reg.invoke_recorded("reader", json!({"text": "x"}))
+                .await
+                .is_ok()
+        );
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "only the reads ran");
+    // Taken away from one registry, it still governs the other.
+    registries[0].set_permission_checker(None);
+    assert_eq!(Arc::strong_count(&checker), 2);
+    let still = registries[1]
+        .invoke_recorded("writer", json!({"text": "x"}))
+        .await;
+    assert!(matches!(still.output, Err(ToolError::PermissionDenied(..))));
+}

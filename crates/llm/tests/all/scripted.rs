@@ -736,3 +736,91 @@ async fn a_panicking_tool_is_told_apart_on_the_event_stream() -> anyhow::Result<
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn submit_request_makes_one_request_with_the_tools_and_runs_nothing() -> anyhow::Result<()> {
+    let server =
+        Scripted::start(vec![tools_reply(&[("r1", "add", r#"{"x": 1, "y": 1}"#)])]).await?;
+    let registry = math_registry()?;
+    let mut c = cycle(&server)?;
+    c.set_messages(vec![ChatMessage::user("add one and one")]);
+    let before = server.requests().len();
+    let tools = registry.definitions();
+    let response = c.submit_request(&tools).await?;
+    // One request, carrying the tools; the call is the caller's to run.
+    assert_eq!(server.requests().len(), before + 1);
+    let last = server.requests().pop().unwrap_or_default();
+    assert_eq!(last["tools"].as_array().map(Vec::len), Some(2), "{last}");
+    assert_eq!(response.message.tool_calls.len(), 1);
+    assert_eq!(response.message.tool_calls[0].function.name, "add");
+    assert!(matches!(
+        c.messages().last(),
+        Some(ChatMessage::Assistant(_))
+    ));
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_cycle_cuts_each_tool_result_to_its_limit() -> anyhow::Result<()> {
+    let server = Scripted::start(vec![
+        tools_reply(&[("b1", "big", "{}")]),
+        text_reply("done"),
+    ])
+    .await?;
+    let registry = ToolRegistry::new();
+    registry.register(
+        DynamicTool::builder("big")
+            .description("Returns 10 000 characters")
+            .handler(|_, _| async { Ok(ToolOutput::text("x".repeat(10_000))) })
+            .build_dyn(),
+    )?;
+    let mut c = LlmCycle::new(
+        provider(&server)?,
+        CycleConfig {
+            max_tool_result_bytes: 500,
+            ..Default::default()
+        },
+    );
+    c.submit_with_tools("go", &registry).await?;
+    let answers = assert_history_valid(c.messages());
+    let given = &answers["b1"];
+    assert!(
+        given.len() <= 600 && given.len() < 10_000,
+        "{} bytes",
+        given.len()
+    );
+    assert!(
+        given.contains("omitted") || given.contains("truncated"),
+        "{given}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_skip_policy_answers_an_unknown_tool_with_a_synthetic_result_and_goes_on()
+-> anyhow::Result<()> {
+    let server = Scripted::start(vec![
+        tools_reply(&[
+            ("k1", "no_such_tool", "{}"),
+            ("k2", "add", r#"{"x": 2, "y": 3}"#),
+        ]),
+        text_reply("5"),
+    ])
+    .await?;
+    let registry = math_registry()?;
+    let mut c = LlmCycle::new(
+        provider(&server)?,
+        CycleConfig {
+            invalid_tool_calls: InvalidToolCallPolicy::Skip,
+            ..Default::default()
+        },
+    );
+    let answer = c.submit_with_tools("go", &registry).await?;
+    assert_eq!(answer.text(), "5");
+    let answers = assert_history_valid(c.messages());
+    assert_eq!(answers["k2"], "5");
+    assert!(answers["k1"].contains("no_such_tool"), "{}", answers["k1"]);
+    // Two requests: the skip cost no extra turn.
+    assert_eq!(server.requests().len(), 2);
+    Ok(())
+}

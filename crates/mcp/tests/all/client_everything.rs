@@ -167,3 +167,38 @@ async fn on_a_current_thread_runtime_into_listed_tools_is_the_way() {
     assert_eq!(client.clone().into_tools().len(), tools.len());
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_tool_of_a_client_never_connected_fails_as_not_initialized() {
+    let client = McpClient::new(
+        "never",
+        toolhost_mcp::McpTransport::stdio("/nonexistent/never-started", Vec::<String>::new()),
+    );
+    let info = toolhost_mcp::McpToolInfo {
+        name: "echo".into(),
+        title: None,
+        description: Some("Echo".into()),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        icons: Vec::new(),
+        annotations: Some(toolhost_mcp::McpToolAnnotations {
+            read_only: Some(true),
+            ..Default::default()
+        }),
+    };
+    let registry = ToolRegistry::new();
+    registry
+        .register(std::sync::Arc::new(toolhost_mcp::McpTool::new(
+            client,
+            "echo".into(),
+            info,
+        )))
+        .unwrap();
+    let err = registry
+        .invoke_recorded("echo", json!({"message": "hi"}))
+        .await
+        .output
+        .unwrap_err();
+    assert_eq!(err.kind(), "mcp_not_initialized", "{err}");
+    assert!(err.to_string().contains("never"), "{err}");
+}
