@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 /// One request the scripted server received: path, headers (lowercased names), body.
-type Seen = Arc<Mutex<Vec<(String, Vec<(String, String)>, Value)>>>;
+pub(crate) type Seen = Arc<Mutex<Vec<(String, Vec<(String, String)>, Value)>>>;
 
 /// Serves the answers in order (`(content type, body)`), one per connection, closing
 /// each; records every request.
-fn scripted(answers: Vec<(&'static str, String)>) -> (String, Seen) {
+pub(crate) fn scripted(answers: Vec<(&'static str, String)>) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let seen: Seen = Arc::default();
@@ -76,7 +76,7 @@ fn work() -> Option<tempfile::TempDir> {
     Some(dir)
 }
 
-fn toolhost(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn toolhost(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .current_dir(dir)
         .args(args)
@@ -197,7 +197,7 @@ fn tool_message(request: &Value) -> Value {
         .unwrap()
 }
 
-fn openai_call(name: &str, args: &str) -> String {
+pub(crate) fn openai_call(name: &str, args: &str) -> String {
     json!({"id": "c", "object": "chat.completion", "model": "m", "choices": [{"index": 0,
         "message": {"role": "assistant", "content": null, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": name, "arguments": args}}]},
@@ -205,7 +205,7 @@ fn openai_call(name: &str, args: &str) -> String {
     .to_string()
 }
 
-fn openai_text(text: &str) -> String {
+pub(crate) fn openai_text(text: &str) -> String {
     json!({"id": "c", "object": "chat.completion", "model": "m", "choices": [{"index": 0,
         "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
     .to_string()

@@ -11,6 +11,7 @@ mod conformance;
 mod deploy;
 mod discovery;
 mod elicit_terminal;
+mod evals;
 mod langs;
 mod lifecycle;
 mod lint;

@@ -121,7 +121,12 @@ pub async fn run_case(
             (c.function.name.clone(), args)
         })
         .collect();
-    let problems = judge(case, &calls);
+    let mut problems = judge(case, &calls);
+    if problems.is_empty()
+        && let Some(refused) = first_call_refused(cycle.messages())
+    {
+        problems.push(refused);
+    }
     CaseOutcome {
         name: case.name.clone(),
         passed: problems.is_empty(),
@@ -129,6 +134,37 @@ pub async fn run_case(
         problems,
         error,
     }
+}
+
+/// Why the registry refused the model's first call, when it did so for its shape: the
+/// tool is not offered (renamed, not loaded) or the arguments break its schema. A case
+/// whose call had the right name and the right values but could never run is a
+/// regression too: the tool changed under the case. (A denial or a tool's own error is
+/// not: the case is about the model's choice.)
+fn first_call_refused(messages: &[ChatMessage]) -> Option<String> {
+    let call = messages
+        .iter()
+        .filter_map(ChatMessage::as_assistant)
+        .flat_map(|a| a.tool_calls.iter())
+        .next()?;
+    let answer = messages.iter().find_map(|m| match m {
+        ChatMessage::Tool {
+            tool_call_id,
+            content,
+        } if *tool_call_id == call.id => Some(content.as_str()),
+        _ => None,
+    })?;
+    // The registry's `InvalidArguments` and `NotFound`, and the loop's own answer to a
+    // call of a tool it does not offer (policy.rs).
+    let shape = [
+        "invalid arguments for tool",
+        "is not registered",
+        "there is no tool named",
+    ];
+    (answer.starts_with("Error:") && shape.iter().any(|s| answer.contains(s))).then(|| {
+        let text: String = answer.chars().take(300).collect();
+        format!("the first call could not run: {text}")
+    })
 }
 
 /// What does not hold of a case, given the calls the model made.
