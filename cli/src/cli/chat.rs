@@ -67,8 +67,31 @@ pub struct ChatArgs {
     /// results become markers, then the oldest turns go). Default: never compact.
     #[arg(long)]
     token_budget: Option<usize>,
+    /// Whether the model must call a tool in the first request of each prompt: `auto`
+    /// (the model decides), `none`, `required`, or a tool's name. The requests after it
+    /// are `auto`, so the model can answer (`none` holds for all).
+    #[arg(long, value_name = "CHOICE", default_value = "auto")]
+    tool_choice: String,
+    /// Ask the model for one tool call at a time (OpenAI `parallel_tool_calls: false`,
+    /// Anthropic `disable_parallel_tool_use`).
+    #[arg(long)]
+    no_parallel_tool_calls: bool,
+    /// Offer only these tools, by name (comma-separated); a call of another is unknown.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    active_tools: Option<Vec<String>>,
     #[command(flatten)]
     audit: super::audit::AuditArgs,
+}
+
+/// What `--tool-choice` names.
+fn tool_choice(arg: &str) -> toolhost::llm::ToolChoice {
+    use toolhost::llm::ToolChoice;
+    match arg {
+        "auto" => ToolChoice::Auto,
+        "none" => ToolChoice::None,
+        "required" => ToolChoice::Required,
+        tool => ToolChoice::Tool(tool.to_string()),
+    }
 }
 
 /// What `--on-deny` accepts.
@@ -148,6 +171,20 @@ impl ModelArgs {
 /// Runs `toolhost chat`.
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let (registry, _problems) = super::common::build_registry(&args.host).await?;
+    // A named choice or active tool the registry does not hold would only fail at the
+    // provider (or offer nothing): said here, with what there is.
+    let named = std::iter::once(&args.tool_choice)
+        .filter(|c| !["auto", "none", "required"].contains(&c.as_str()))
+        .chain(args.active_tools.iter().flatten());
+    for name in named {
+        if !registry.contains(name) {
+            anyhow::bail!(
+                "no tool named '{}': the tools are {}",
+                super::term::text(name),
+                registry.list_tools().join(", ")
+            );
+        }
+    }
     if matches!(args.selection, SelectionArg::Code) {
         // Code mode's runner on an engine of its own (through the same compile cache).
         let engine = toolhost::wasm::WasmEngine::new()?;
@@ -183,6 +220,9 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
             OnDeny::Continue => OnDenied::Continue,
         },
         token_budget: args.token_budget,
+        tool_choice: tool_choice(&args.tool_choice),
+        parallel_tool_calls: args.no_parallel_tool_calls.then_some(false),
+        active_tools: args.active_tools.clone(),
         ..CycleConfig::default()
     };
     let mut cycle = LlmCycle::with_provider(provider, config);

@@ -440,3 +440,63 @@ fn chat_tools_code_offers_run_code_with_declarations_and_runs_the_script() {
         "{tool_msg}"
     );
 }
+
+/// `chat --tool-choice NAME --no-parallel-tool-calls --active-tools ...`: what goes over
+/// the wire, and a name the registry does not hold refused before any request.
+#[test]
+fn chat_sends_the_tool_choice_the_parallel_switch_and_only_the_active_tools() {
+    let Some(dir) = work() else { return };
+    let (base, seen) = scripted(vec![
+        openai_sse_call("add", r#"{"x": 2, "y": 3}"#),
+        openai_sse_text("5"),
+    ]);
+    let url = format!("{base}/v1");
+    let chat = |extra: &[&str]| {
+        let mut args = vec![
+            "chat",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--prompt",
+            "2 + 3?",
+        ];
+        args.extend_from_slice(extra);
+        toolhost(dir.path(), &args)
+    };
+    let out = chat(&[
+        "--tool-choice",
+        "add",
+        "--no-parallel-tool-calls",
+        "--active-tools",
+        "add,multiply",
+    ]);
+    let shown = toolhost_testkit::show(&out);
+    assert!(out.status.success(), "{shown}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{shown}");
+    let first = &seen[0].2;
+    assert_eq!(
+        first["tool_choice"],
+        json!({"type": "function", "function": {"name": "add"}}),
+        "{shown}"
+    );
+    assert_eq!(first["parallel_tool_calls"], json!(false), "{shown}");
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(offered, ["add", "multiply"], "{shown}");
+    assert!(seen[1].2.get("tool_choice").is_none(), "{shown}");
+    drop(seen);
+
+    let refused = chat(&["--tool-choice", "nosuch"]);
+    let shown = toolhost_testkit::show(&refused);
+    assert!(!refused.status.success(), "{shown}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("no tool named 'nosuch'"),
+        "{shown}"
+    );
+}

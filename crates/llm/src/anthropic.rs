@@ -35,7 +35,7 @@ use crate::http::{
 use crate::provider::{ChatProvider, DeltaStream};
 use crate::types::{
     AssistantMessage, AssistantToolCall, ChatMessage, ChatRequest, ChatResponse, FinishReason,
-    StreamDelta, Usage,
+    StreamDelta, ToolChoice, Usage,
 };
 
 /// Default environment variable holding the Anthropic API key.
@@ -143,6 +143,9 @@ impl AnthropicProvider {
                     })
                     .collect();
                 obj.insert("tools".into(), Value::Array(tools));
+                if let Some(choice) = anthropic_choice(req.tool_choice, req.parallel_tool_calls) {
+                    obj.insert("tool_choice".into(), choice);
+                }
             }
             if let Some(t) = req.temperature {
                 obj.insert("temperature".into(), json!(t));
@@ -153,6 +156,25 @@ impl AnthropicProvider {
         }
         body
     }
+}
+
+/// Anthropic's `tool_choice` (`None` for its default: `auto`, parallel calls allowed).
+/// Parallel calls are switched off inside it (`disable_parallel_tool_use`).
+fn anthropic_choice(choice: &ToolChoice, parallel: Option<bool>) -> Option<Value> {
+    let mut value = match choice {
+        ToolChoice::Auto if parallel != Some(false) => return None,
+        ToolChoice::Auto => json!({"type": "auto"}),
+        // `none` takes no parallel switch: no call at all.
+        ToolChoice::None => return Some(json!({"type": "none"})),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+    };
+    if parallel == Some(false)
+        && let Some(obj) = value.as_object_mut()
+    {
+        obj.insert("disable_parallel_tool_use".into(), Value::Bool(true));
+    }
+    Some(value)
 }
 
 /// Whether a tool message the loop wrote reports a failure (see the module docs).

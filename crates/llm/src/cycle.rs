@@ -42,8 +42,10 @@
 //! history invalid to resubmit.
 
 mod calls;
+mod config;
 mod select;
 
+pub use config::{CycleConfig, OnDenied};
 pub use select::{CODE_TOOL, ToolSelection};
 
 use std::collections::HashSet;
@@ -55,97 +57,21 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use toolhost_core::tools::{
-    DEFAULT_MAX_TOOL_RESULT_BYTES, ToolCall, ToolContext, ToolDefinition, ToolError, ToolRegistry,
-};
+use toolhost_core::tools::{ToolCall, ToolContext, ToolDefinition, ToolError, ToolRegistry};
 
 use crate::compact::{CompactionReport, compact};
 use crate::error::LlmError;
 use crate::events::{MAX_PROGRESS_MESSAGE_BYTES, StreamEvent};
-use crate::policy::{
-    InvalidToolCall, InvalidToolCallAction, InvalidToolCallKind, InvalidToolCallPolicy,
-};
+use crate::policy::{InvalidToolCall, InvalidToolCallAction, InvalidToolCallKind};
 use crate::provider::ChatProvider;
 use crate::tokens::{TokenCounter, upper_bound};
 use crate::types::{
     AssistantMessage, ChatMessage, ChatRequest, ChatResponse, FinishReason, ResponseAssembler,
-    Usage,
+    ToolChoice, Usage,
 };
 
 /// A boxed stream of loop events; see [`LlmCycle::submit_stream_with_tools`].
 pub type EventStream<'a> = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send + 'a>>;
-
-/// Settings of an [`LlmCycle`]. Every limit has a default; change it with struct update
-/// syntax: `CycleConfig { max_turns: Some(4), ..Default::default() }`.
-#[derive(Debug, Clone)]
-pub struct CycleConfig {
-    /// The most model requests one submit may make (`None`: no limit). Default `Some(10)`.
-    pub max_turns: Option<usize>,
-    /// The deadline of one turn's tool calls, in seconds (they run in parallel, so this is
-    /// each call's budget). It travels to the registry in the turn's `ToolContext`; the
-    /// registry stops a call at the earlier of this and the tool's own timeout. Default 60.
-    pub tool_timeout_secs: u64,
-    /// The most bytes of one tool result given to the model (head and tail kept, a marker
-    /// between), applied by the registry (the smaller of this and its own limit).
-    /// Default 20 000.
-    pub max_tool_result_bytes: usize,
-    /// A system prompt, put first in the history. Default none.
-    pub system_prompt: Option<String>,
-    /// Offer only tools carrying at least one of these tags (empty: every tool). A tool
-    /// outside the filter counts as unknown if the model calls it.
-    pub tool_tags: Vec<String>,
-    /// Which of those tools each turn offers: all of them (the default), or those a
-    /// search of the conversation ranks first ([`ToolSelection`]).
-    pub tool_selection: ToolSelection,
-    /// What to do with invalid tool calls. Default `Retry` with feedback.
-    pub invalid_tool_calls: InvalidToolCallPolicy,
-    /// Sampling temperature. Default: the server's.
-    pub temperature: Option<f32>,
-    /// Output token limit per request. Default: the server's (the Anthropic provider,
-    /// whose API requires one, sends 4096).
-    pub max_tokens: Option<u32>,
-    /// What a permission denial does. Default [`OnDenied::Stop`].
-    pub on_denied: OnDenied,
-    /// The most tokens a request's history and tool definitions may take; past it the
-    /// history is compacted before the request (`None`: never compact). Default `None`.
-    pub token_budget: Option<usize>,
-    /// How many of the most recent turns (an assistant message with its tool results, or
-    /// one other message) compaction keeps whole. Default 4.
-    pub keep_recent_turns: usize,
-    /// How tokens are counted for the budget (`None`: from the provider's model name,
-    /// see [`TokenCounter::for_model`]). Default `None`.
-    pub token_counter: Option<TokenCounter>,
-}
-
-/// What the loop does when the permission gate refuses a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnDenied {
-    /// End the loop with [`LlmError::ToolFailed`] (the model never sees the denial).
-    #[default]
-    Stop,
-    /// Answer the call with `denied: REASON` and let the model go on.
-    Continue,
-}
-
-impl Default for CycleConfig {
-    fn default() -> Self {
-        Self {
-            max_turns: Some(10),
-            tool_timeout_secs: 60,
-            max_tool_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
-            system_prompt: None,
-            tool_tags: Vec::new(),
-            tool_selection: ToolSelection::All,
-            invalid_tool_calls: InvalidToolCallPolicy::default(),
-            temperature: None,
-            max_tokens: None,
-            on_denied: OnDenied::Stop,
-            token_budget: None,
-            keep_recent_turns: 4,
-            token_counter: None,
-        }
-    }
-}
 
 /// A conversation with a model and the automatic tool loop. See the module docs.
 pub struct LlmCycle {
@@ -266,6 +192,11 @@ impl LlmCycle {
         &self.config
     }
 
+    /// The settings, to change between turns (the tool choice, the active tools, ...).
+    pub fn config_mut(&mut self) -> &mut CycleConfig {
+        &mut self.config
+    }
+
     /// The context the tools run in.
     pub fn tool_context(&self) -> &ToolContext {
         &self.context
@@ -367,7 +298,7 @@ impl LlmCycle {
         self.answer_dangling_calls();
         self.messages.push(ChatMessage::user(prompt));
         self.compact(&[]);
-        let response = self.request(&[], None, false).await?;
+        let response = self.request(&[], None, false, ToolChoice::Auto).await?;
         self.messages
             .push(ChatMessage::Assistant(response.message.clone()));
         Ok(response)
@@ -392,7 +323,8 @@ impl LlmCycle {
         tools: &[ToolDefinition],
     ) -> Result<ChatResponse, LlmError> {
         self.answer_dangling_calls();
-        let response = self.request(tools, None, false).await?;
+        let choice = self.config.tool_choice.clone();
+        let response = self.request(tools, None, false, choice).await?;
         self.messages
             .push(ChatMessage::Assistant(response.message.clone()));
         Ok(response)
@@ -516,7 +448,16 @@ impl LlmCycle {
             if let Some(report) = self.compact(&tools) {
                 emit(StreamEvent::Compacted(report));
             }
-            let response = self.request(&tools, events.as_ref(), stream).await?;
+            // A forced choice holds for the first request only: after its calls the model
+            // must be free to answer.
+            let choice = match &self.config.tool_choice {
+                ToolChoice::None => ToolChoice::None,
+                forced if turn == 1 => forced.clone(),
+                _ => ToolChoice::Auto,
+            };
+            let response = self
+                .request(&tools, events.as_ref(), stream, choice)
+                .await?;
             if !response.message.has_tool_calls() {
                 self.messages
                     .push(ChatMessage::Assistant(response.message.clone()));
@@ -626,6 +567,7 @@ impl LlmCycle {
         tools: &[ToolDefinition],
         events: Option<&mpsc::UnboundedSender<StreamEvent>>,
         stream: bool,
+        choice: ToolChoice,
     ) -> Result<ChatResponse, LlmError> {
         self.turns += 1;
         let request = ChatRequest {
@@ -633,6 +575,8 @@ impl LlmCycle {
             tools,
             temperature: self.config.temperature,
             max_tokens: self.config.max_tokens,
+            tool_choice: &choice,
+            parallel_tool_calls: self.config.parallel_tool_calls,
         };
         let provider = &self.provider;
         let ask = async {

@@ -54,5 +54,5 @@ pub use provider::{ChatProvider, DeltaStream};
 pub use tokens::TokenCounter;
 pub use types::{
     AssistantMessage, AssistantToolCall, ChatMessage, ChatRequest, ChatResponse, FinishReason,
-    FunctionCall, ResponseAssembler, StreamDelta, Usage,
+    FunctionCall, ResponseAssembler, StreamDelta, ToolChoice, Usage,
 };

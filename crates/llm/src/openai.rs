@@ -16,6 +16,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::header::AUTHORIZATION;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use toolhost_core::tools::ToolDefinition;
 
 use crate::error::LlmError;
@@ -25,7 +26,8 @@ use crate::http::{
 };
 use crate::provider::{ChatProvider, DeltaStream};
 use crate::types::{
-    AssistantMessage, ChatMessage, ChatRequest, ChatResponse, FinishReason, StreamDelta, Usage,
+    AssistantMessage, ChatMessage, ChatRequest, ChatResponse, FinishReason, StreamDelta,
+    ToolChoice, Usage,
 };
 
 /// Default environment variable holding the API key.
@@ -120,12 +122,29 @@ impl OpenAiProvider {
             }),
             temperature: req.temperature.or(self.temperature),
             max_tokens: req.max_tokens.or(self.max_tokens),
+            // Both are refused without tools.
+            tool_choice: (!req.tools.is_empty())
+                .then(|| openai_choice(req.tool_choice))
+                .flatten(),
+            parallel_tool_calls: req.parallel_tool_calls.filter(|_| !req.tools.is_empty()),
         }
     }
 
     /// Sends the request, retrying transient failures; returns a success response.
     async fn send(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, LlmError> {
         self.endpoint.send(body).await
+    }
+}
+
+/// OpenAI's `tool_choice` (`None` for the default, `auto`, which is not sent).
+fn openai_choice(choice: &ToolChoice) -> Option<Value> {
+    match choice {
+        ToolChoice::Auto => None,
+        ToolChoice::None => Some(Value::from("none")),
+        ToolChoice::Required => Some(Value::from("required")),
+        ToolChoice::Tool(name) => {
+            Some(serde_json::json!({"type": "function", "function": {"name": name}}))
+        }
     }
 }
 
@@ -254,6 +273,10 @@ struct WireRequest<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
 }
 
 #[derive(Serialize)]

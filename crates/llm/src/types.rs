@@ -205,6 +205,24 @@ impl Usage {
     }
 }
 
+/// Whether, and which, tool the model must call in a request (the providers'
+/// `tool_choice`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides (the providers' default).
+    #[default]
+    Auto,
+    /// No tool call: the model answers in text (the tools are still described).
+    None,
+    /// At least one tool call (OpenAI `required`, Anthropic `any`).
+    Required,
+    /// A call of this tool.
+    Tool(String),
+}
+
+/// The default choice, for requests that borrow one.
+static AUTO: ToolChoice = ToolChoice::Auto;
+
 /// What the loop asks the provider for. It borrows the history and the definitions, so a
 /// turn costs no copy of the conversation; the provider adds its model name.
 #[derive(Debug, Clone, Copy)]
@@ -217,6 +235,12 @@ pub struct ChatRequest<'a> {
     pub temperature: Option<f32>,
     /// The output token limit, if set.
     pub max_tokens: Option<u32>,
+    /// Whether and which tool the model must call (sent only with tools).
+    pub tool_choice: &'a ToolChoice,
+    /// Whether the model may call several tools at once (`None`: the provider's default;
+    /// sent only with tools): OpenAI `parallel_tool_calls`, Anthropic
+    /// `disable_parallel_tool_use`.
+    pub parallel_tool_calls: Option<bool>,
 }
 
 impl<'a> ChatRequest<'a> {
@@ -227,6 +251,8 @@ impl<'a> ChatRequest<'a> {
             tools,
             temperature: None,
             max_tokens: None,
+            tool_choice: &AUTO,
+            parallel_tool_calls: None,
         }
     }
 }

@@ -129,15 +129,15 @@ impl LlmCycle {
                 .child(&format!("turn-{turn}"))
                 .with_deadline(tokio::time::Instant::now() + budget)
                 .with_max_result_bytes(self.config.max_tool_result_bytes);
-            if !self.config.tool_tags.is_empty() {
+            if !self.config.tool_tags.is_empty() || self.config.active_tools.is_some() {
                 // A tool that runs others (code mode's run) reaches only the tools the
-                // tags let the model see.
-                let tags = self.config.tool_tags.clone();
+                // tags and the active tools let the model see.
+                let config = self.config.clone();
                 let tools = registry.clone();
                 turn_ctx = turn_ctx.with(toolhost_core::tools::Visible::new(move |name| {
                     tools
                         .entry(name)
-                        .is_some_and(|e| e.tags().iter().any(|t| tags.contains(t)))
+                        .is_some_and(|e| super::select::allowed(&config, &e))
                 }));
             }
             match events {

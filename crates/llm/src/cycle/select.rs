@@ -14,6 +14,7 @@
 //!   the tools `tool_tags` allow (the run's context carries them as `Visible`).
 
 use super::*;
+use toolhost_core::tools::ToolEntry;
 use toolhost_search::{LiveIndex, MAX_QUERY_BYTES, Query};
 
 /// How many of the most recent messages are looked at for tools the model already
@@ -47,16 +48,16 @@ const NOT_IN_SCRIPTS: [&str; 3] = [CODE_TOOL, "search_tools", "call_tool"];
 const CODE_DECLARATIONS_BUDGET: usize = 32 << 10;
 
 impl LlmCycle {
-    /// Whether `tool_tags` let the model see this tool.
-    fn tagged(&self, tags: &[String]) -> bool {
-        self.config.tool_tags.is_empty() || tags.iter().any(|t| self.config.tool_tags.contains(t))
+    /// Whether `tool_tags` and `active_tools` let the model see this tool.
+    pub(super) fn tagged(&self, e: &ToolEntry) -> bool {
+        allowed(&self.config, e)
     }
 
     /// The tool definitions offered this turn.
     pub(super) fn offered_tools(&mut self, registry: &ToolRegistry) -> Vec<ToolDefinition> {
         let k = match self.config.tool_selection {
             ToolSelection::All => {
-                return registry.definitions_where(|e| self.tagged(e.tags()));
+                return registry.definitions_where(|e| self.tagged(e));
             }
             ToolSelection::CodeMode => {
                 let Some(code) = registry.entry(CODE_TOOL) else {
@@ -67,7 +68,7 @@ impl LlmCycle {
                 let entries = registry.entries();
                 let callable = entries
                     .iter()
-                    .filter(|e| !NOT_IN_SCRIPTS.contains(&e.name()) && self.tagged(e.tags()))
+                    .filter(|e| !NOT_IN_SCRIPTS.contains(&e.name()) && self.tagged(e))
                     .map(|e| &**e);
                 let mut def = code.definition();
                 def.function.description = format!(
@@ -90,7 +91,7 @@ impl LlmCycle {
         };
         let mut names: Vec<String> = Vec::new();
         if let Ok(query) = Query::new(&self.conversation_query(), Some(k as u64)) {
-            let visible = |name: &str| registry.entry(name).is_some_and(|e| self.tagged(e.tags()));
+            let visible = |name: &str| registry.entry(name).is_some_and(|e| self.tagged(&e));
             names.extend(index.search(&query, visible).into_iter().map(|h| h.name));
         }
         for name in self.recently_called() {
@@ -101,7 +102,7 @@ impl LlmCycle {
         names
             .iter()
             .filter_map(|n| registry.entry(n))
-            .filter(|e| self.tagged(e.tags()))
+            .filter(|e| self.tagged(e))
             .map(|e| e.definition())
             .collect()
     }
@@ -120,7 +121,7 @@ impl LlmCycle {
             ToolSelection::Search { .. } => registry
                 .entries()
                 .iter()
-                .filter(|e| self.tagged(e.tags()))
+                .filter(|e| self.tagged(e))
                 .map(|e| e.name().to_string())
                 .collect(),
         }
@@ -159,4 +160,14 @@ impl LlmCycle {
         }
         names
     }
+}
+
+/// Whether `config`'s `tool_tags` and `active_tools` let the model see the tool of `e`.
+pub(super) fn allowed(config: &CycleConfig, e: &ToolEntry) -> bool {
+    let tags = &config.tool_tags;
+    (tags.is_empty() || e.tags().iter().any(|t| tags.contains(t)))
+        && config
+            .active_tools
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == e.name()))
 }

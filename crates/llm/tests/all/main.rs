@@ -6,6 +6,7 @@
 //! and the tools are the real ones.
 
 mod anthropic;
+mod choice;
 mod eval;
 mod fakellm;
 mod history;
