@@ -130,6 +130,11 @@ pub struct ModelArgs {
     /// ANTHROPIC_API_KEY for anthropic; unset: no key, fine for local servers).
     #[arg(long)]
     pub api_key_env: Option<String>,
+    /// Use Anthropic's prompt cache (the tools, the system prompt and the history are
+    /// marked for it; the token line shows what was read from it). OpenAI caches long
+    /// prompts by itself.
+    #[arg(long)]
+    pub prompt_caching: bool,
 }
 
 impl ModelArgs {
@@ -158,11 +163,13 @@ impl ModelArgs {
                     .with_api_key_env(self.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"))?,
             ),
             ProviderKind::Anthropic => Arc::new(
-                AnthropicProvider::without_key(&self.base_url, &self.model)?.with_api_key_env(
-                    self.api_key_env
-                        .as_deref()
-                        .unwrap_or(toolhost::llm::DEFAULT_ANTHROPIC_KEY_ENV),
-                )?,
+                AnthropicProvider::without_key(&self.base_url, &self.model)?
+                    .with_api_key_env(
+                        self.api_key_env
+                            .as_deref()
+                            .unwrap_or(toolhost::llm::DEFAULT_ANTHROPIC_KEY_ENV),
+                    )?
+                    .with_prompt_caching(self.prompt_caching),
             ),
         })
     }
@@ -371,8 +378,12 @@ async fn turn(
         let _ = writeln!(out);
     }
     if let Some((answer, conversation)) = usage {
+        let cached = match answer.cached_tokens {
+            0 => String::new(),
+            n => format!(" ({n} cached)"),
+        };
         eprintln!(
-            "  [tokens: {} in, {} out; conversation {}]",
+            "  [tokens: {} in{cached}, {} out; conversation {}]",
             answer.prompt_tokens, answer.completion_tokens, conversation.total_tokens
         );
     }
@@ -428,6 +439,7 @@ mod tests {
             model: "m".into(),
             provider: None,
             api_key_env: None,
+            prompt_caching: false,
         };
         assert_eq!(
             args("https://api.anthropic.com").kind(),

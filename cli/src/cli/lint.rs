@@ -77,6 +77,7 @@ impl JudgeModelArgs {
             model,
             provider: self.provider,
             api_key_env: self.api_key_env.clone(),
+            prompt_caching: false,
         }
         .provider()
         .map_err(|e| format!("the judge's model: {e:#}"))?;

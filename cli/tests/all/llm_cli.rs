@@ -117,8 +117,12 @@ fn chat_speaks_anthropic_and_reports_tokens() {
         json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 10}}),
         json!({"type": "message_stop"}),
     ]);
+    // The second request reads most of its input from the prompt cache (`--prompt-caching`).
+    let cached_start = json!({"type": "message_start", "message": {"id": "m", "type": "message",
+        "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+        "usage": {"input_tokens": 10, "cache_read_input_tokens": 30, "output_tokens": 1}}});
     let turn2 = sse(&[
-        start,
+        cached_start,
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "The sum is 42."}}),
         json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
@@ -138,6 +142,7 @@ fn chat_speaks_anthropic_and_reports_tokens() {
             &base,
             "--model",
             "claude-test",
+            "--prompt-caching",
             "--prompt",
             "What is 40 + 2?",
         ],
@@ -150,7 +155,7 @@ fn chat_speaks_anthropic_and_reports_tokens() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("[tokens: 80 in, 15 out; conversation 95]"),
+        stderr.contains("[tokens: 80 in (30 cached), 15 out; conversation 95]"),
         "{shown}"
     );
     let seen = seen.lock().unwrap();
@@ -172,6 +177,13 @@ fn chat_speaks_anthropic_and_reports_tokens() {
             .unwrap()
             .iter()
             .any(|t| t["name"] == "add")
+    );
+    // `--prompt-caching`: the last tool definition is a cache breakpoint.
+    let tools = first["tools"].as_array().unwrap();
+    assert_eq!(
+        tools.last().map(|t| &t["cache_control"]),
+        Some(&json!({"type": "ephemeral"})),
+        "{first}"
     );
     let results: Vec<&Value> = seen[1].2["messages"]
         .as_array()

@@ -53,6 +53,14 @@ pub struct AnthropicProvider {
     endpoint: Endpoint,
     model: String,
     max_tokens: Option<u32>,
+    /// Mark the tools, the system prompt and the conversation so far for Anthropic's
+    /// prompt cache.
+    cache: bool,
+}
+
+/// The cache mark of a prompt-cache breakpoint (Anthropic's 5-minute cache).
+fn cache_mark() -> Value {
+    json!({"type": "ephemeral"})
 }
 
 impl AnthropicProvider {
@@ -84,6 +92,7 @@ impl AnthropicProvider {
             endpoint,
             model: model.into(),
             max_tokens: None,
+            cache: false,
         })
     }
 
@@ -113,6 +122,16 @@ impl AnthropicProvider {
         self
     }
 
+    /// Uses Anthropic's prompt cache: each request marks three breakpoints
+    /// (`cache_control`): the last tool definition, the system prompt, and the last
+    /// message, so a tool loop's next turn reads the tools, the instructions and the whole
+    /// history before it from the cache. What was read and written is in the usage
+    /// (`cached_tokens`, `cache_write_tokens`).
+    pub fn with_prompt_caching(mut self, on: bool) -> Self {
+        self.cache = on;
+        self
+    }
+
     /// The full messages URL.
     pub fn url(&self) -> &str {
         &self.endpoint.url
@@ -128,7 +147,12 @@ impl AnthropicProvider {
         });
         if let Some(obj) = body.as_object_mut() {
             if !system.is_empty() {
-                obj.insert("system".into(), Value::String(system));
+                let system = if self.cache {
+                    json!([{"type": "text", "text": system, "cache_control": cache_mark()}])
+                } else {
+                    Value::String(system)
+                };
+                obj.insert("system".into(), system);
             }
             if !req.tools.is_empty() {
                 let tools: Vec<Value> = req
@@ -142,6 +166,12 @@ impl AnthropicProvider {
                         })
                     })
                     .collect();
+                let mut tools = tools;
+                if self.cache
+                    && let Some(Value::Object(last)) = tools.last_mut()
+                {
+                    last.insert("cache_control".into(), cache_mark());
+                }
                 obj.insert("tools".into(), Value::Array(tools));
                 if let Some(choice) = anthropic_choice(req.tool_choice, req.parallel_tool_calls) {
                     obj.insert("tool_choice".into(), choice);
@@ -153,8 +183,33 @@ impl AnthropicProvider {
             if stream {
                 obj.insert("stream".into(), Value::Bool(true));
             }
+            if self.cache {
+                mark_last_block(obj.get_mut("messages"));
+            }
         }
         body
+    }
+}
+
+/// Puts the cache mark on the last content block of the last message (a message whose
+/// content is a plain string becomes one text block to carry it).
+fn mark_last_block(messages: Option<&mut Value>) {
+    let Some(Value::Object(last)) = messages
+        .and_then(Value::as_array_mut)
+        .and_then(|m| m.last_mut())
+    else {
+        return;
+    };
+    if let Some(Value::String(text)) = last.get("content") {
+        let block = json!([{"type": "text", "text": text}]);
+        last.insert("content".into(), block);
+    }
+    if let Some(Value::Object(block)) = last
+        .get_mut("content")
+        .and_then(Value::as_array_mut)
+        .and_then(|c| c.last_mut())
+    {
+        block.insert("cache_control".into(), cache_mark());
     }
 }
 
@@ -269,7 +324,7 @@ impl ChatProvider for AnthropicProvider {
         Ok(ChatResponse {
             message,
             stop_reason: wire.stop_reason.as_deref().map(finish_reason),
-            usage: wire.usage.map(|u| u.into_usage(0)),
+            usage: wire.usage.map(|u| u.into_usage(WireUsage::default())),
             model: wire.model.unwrap_or_else(|| self.model.clone()),
         })
     }
@@ -280,7 +335,7 @@ impl ChatProvider for AnthropicProvider {
         let url = self.endpoint.url.clone();
         let mut events = stream_limited(resp, MAX_RESPONSE_BYTES).eventsource();
         let stream = async_stream::stream! {
-            let mut input_tokens = 0u64;
+            let mut start = WireUsage::default();
             let mut finished = false;
             while let Some(ev) = events.next().await {
                 let ev = match ev {
@@ -304,7 +359,7 @@ impl ChatProvider for AnthropicProvider {
                 match event {
                     WireEvent::MessageStart { message } => {
                         if let Some(u) = message.usage {
-                            input_tokens = u.input_tokens;
+                            start = u;
                         }
                     }
                     WireEvent::ContentBlockStart { index, content_block } => {
@@ -332,7 +387,7 @@ impl ChatProvider for AnthropicProvider {
                     },
                     WireEvent::MessageDelta { delta, usage } => {
                         if let Some(u) = usage {
-                            yield Ok(StreamDelta::Usage(u.into_usage(input_tokens)));
+                            yield Ok(StreamDelta::Usage(u.into_usage(start)));
                         }
                         if let Some(r) = delta.stop_reason {
                             finished = true;
@@ -393,22 +448,40 @@ enum WireBlock {
     Other,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone, Copy, Default)]
 struct WireUsage {
     #[serde(default)]
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
 }
 
 impl WireUsage {
-    /// As the loop's usage; a stream reports input tokens at its start only.
-    fn into_usage(self, streamed_input: u64) -> Usage {
-        let input = self.input_tokens.max(streamed_input);
+    /// As the loop's usage; a stream reports input (and cache) tokens at its start only.
+    /// Anthropic's `input_tokens` leaves out the cached ones: the loop's input is all of
+    /// them.
+    fn into_usage(self, start: WireUsage) -> Usage {
+        let read = self
+            .cache_read_input_tokens
+            .max(start.cache_read_input_tokens);
+        let write = self
+            .cache_creation_input_tokens
+            .max(start.cache_creation_input_tokens);
+        let input = self
+            .input_tokens
+            .max(start.input_tokens)
+            .saturating_add(read)
+            .saturating_add(write);
         Usage {
             prompt_tokens: input,
             completion_tokens: self.output_tokens,
             total_tokens: input.saturating_add(self.output_tokens),
+            cached_tokens: read,
+            cache_write_tokens: write,
         }
     }
 }

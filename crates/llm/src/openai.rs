@@ -171,7 +171,7 @@ impl ChatProvider for OpenAiProvider {
         Ok(ChatResponse {
             message: choice.message,
             stop_reason: choice.finish_reason,
-            usage: wire.usage,
+            usage: wire.usage.map(WireUsage::into_usage),
             model: wire.model.unwrap_or_else(|| self.model.clone()),
         })
     }
@@ -254,7 +254,7 @@ fn chunk_deltas(chunk: WireChunk) -> Vec<StreamDelta> {
         }
     }
     if let Some(u) = chunk.usage {
-        out.push(StreamDelta::Usage(u));
+        out.push(StreamDelta::Usage(u.into_usage()));
     }
     out
 }
@@ -291,7 +291,32 @@ struct WireResponse {
     #[serde(default)]
     choices: Vec<WireChoice>,
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<WireUsage>,
+}
+
+/// OpenAI's usage: the counts, and the cached part of the input nested in
+/// `prompt_tokens_details`.
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(flatten)]
+    counts: Usage,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+impl WireUsage {
+    fn into_usage(self) -> Usage {
+        Usage {
+            cached_tokens: self.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
+            ..self.counts
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -306,7 +331,7 @@ struct WireChunk {
     #[serde(default)]
     choices: Vec<WireChunkChoice>,
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<serde_json::Value>,
 }

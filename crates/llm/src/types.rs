@@ -192,6 +192,15 @@ pub struct Usage {
     /// Both.
     #[serde(default)]
     pub total_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (a part of `prompt_tokens`,
+    /// billed lower): OpenAI `prompt_tokens_details.cached_tokens`, Anthropic
+    /// `cache_read_input_tokens`.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Input tokens written to the provider's prompt cache (Anthropic
+    /// `cache_creation_input_tokens`; a part of `prompt_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
@@ -202,6 +211,10 @@ impl Usage {
             .completion_tokens
             .saturating_add(other.completion_tokens);
         self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
     }
 }
 

@@ -180,7 +180,8 @@ async fn usage_is_summed_per_conversation_and_streamed() -> anyhow::Result<()> {
         Usage {
             prompt_tokens: 110,
             completion_tokens: 9,
-            total_tokens: 119
+            total_tokens: 119,
+            ..Usage::default()
         }
     );
     let mut s = c.submit_stream_with_tools("and in words?", &registry);

@@ -6,6 +6,7 @@
 //! and the tools are the real ones.
 
 mod anthropic;
+mod caching;
 mod choice;
 mod eval;
 mod fakellm;
