@@ -61,6 +61,7 @@ impl ChatProvider for InProcess {
             message,
             usage: None,
             model: "in-process".into(),
+            structured: None,
         })
     }
 

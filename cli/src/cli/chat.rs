@@ -79,6 +79,10 @@ pub struct ChatArgs {
     /// Offer only these tools, by name (comma-separated); a call of another is unknown.
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     active_tools: Option<Vec<String>>,
+    /// A JSON Schema file the final answer must meet: the answer is read as JSON and
+    /// validated; one that fails goes back to the model (twice at most).
+    #[arg(long, value_name = "FILE")]
+    answer_schema: Option<std::path::PathBuf>,
     #[command(flatten)]
     audit: super::audit::AuditArgs,
 }
@@ -230,6 +234,16 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         tool_choice: tool_choice(&args.tool_choice),
         parallel_tool_calls: args.no_parallel_tool_calls.then_some(false),
         active_tools: args.active_tools.clone(),
+        answer_schema: match &args.answer_schema {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                Some(serde_json::from_str(&text).with_context(|| {
+                    format!("{} is not JSON (a JSON Schema is wanted)", path.display())
+                })?)
+            }
+            None => None,
+        },
         ..CycleConfig::default()
     };
     let mut cycle = LlmCycle::with_provider(provider, config);
@@ -314,6 +328,13 @@ async fn turn(
             Ok(StreamEvent::Usage { turn, conversation }) => {
                 answer_usage.add(&turn);
                 usage = Some((answer_usage, conversation));
+            }
+            Ok(StreamEvent::AnswerRejected { problem }) => {
+                // The model's text: escaped and cut before it reaches the terminal.
+                eprintln!(
+                    "  [answer rejected, asking again: {}]",
+                    super::approver::one_line(&problem, 200)
+                );
             }
             Ok(StreamEvent::Compacted(r)) => {
                 eprintln!(

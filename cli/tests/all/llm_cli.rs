@@ -512,3 +512,61 @@ fn chat_sends_the_tool_choice_the_parallel_switch_and_only_the_active_tools() {
         "{shown}"
     );
 }
+
+/// `chat --answer-schema FILE`: a prose answer is sent back with what is wrong, the JSON
+/// one ends the answer; a file that is not JSON is refused before any request.
+#[test]
+fn chat_answer_schema_sends_a_bad_answer_back_and_takes_the_json_one() {
+    let Some(dir) = work() else { return };
+    let schema = dir.path().join("answer.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "required": ["sum"], "properties": {"sum": {"type": "number"}}}"#,
+    )
+    .unwrap();
+    let (base, seen) = scripted(vec![
+        openai_sse_text("It is five."),
+        openai_sse_text(r#"{"sum": 5}"#),
+    ]);
+    let url = format!("{base}/v1");
+    let schema_arg = schema.display().to_string();
+    let args = [
+        "chat",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--answer-schema",
+        &schema_arg,
+        "--prompt",
+        "2 + 3?",
+    ];
+    let out = toolhost(dir.path(), &args);
+    let shown = toolhost_testkit::show(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("[answer rejected, asking again: the answer is not JSON"),
+        "{shown}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(r#"{"sum": 5}"#),
+        "{shown}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{shown}");
+    assert_eq!(
+        seen[0].2["response_format"]["type"], "json_schema",
+        "{shown}"
+    );
+    drop(seen);
+
+    std::fs::write(&schema, "not json").unwrap();
+    let refused = toolhost(dir.path(), &args);
+    let shown = toolhost_testkit::show(&refused);
+    assert!(!refused.status.success(), "{shown}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("is not JSON"),
+        "{shown}"
+    );
+}

@@ -326,6 +326,7 @@ impl ChatProvider for AnthropicProvider {
             stop_reason: wire.stop_reason.as_deref().map(finish_reason),
             usage: wire.usage.map(|u| u.into_usage(WireUsage::default())),
             model: wire.model.unwrap_or_else(|| self.model.clone()),
+            structured: None,
         })
     }
 

@@ -41,6 +41,7 @@
 //! Ollama builds) report `stop` with tool calls, and leaving calls unanswered would make the
 //! history invalid to resubmit.
 
+mod answer;
 mod calls;
 mod config;
 mod select;
@@ -431,6 +432,7 @@ impl LlmCycle {
             }
         };
         let mut turn = 0usize;
+        let mut repairs = 0usize;
         loop {
             if self.context.is_cancelled() {
                 return Err(self.cancelled());
@@ -464,7 +466,31 @@ impl LlmCycle {
                 emit(StreamEvent::TurnComplete {
                     reason: response.stop_reason.unwrap_or(FinishReason::Stop),
                 });
-                return Ok(response);
+                let Some(schema) = &self.config.answer_schema else {
+                    return Ok(response);
+                };
+                match answer::judge(schema, response.text())? {
+                    Ok(value) => {
+                        let mut response = response;
+                        response.structured = Some(value);
+                        return Ok(response);
+                    }
+                    Err(problem) => {
+                        repairs += 1;
+                        if repairs > self.config.max_answer_repairs {
+                            return Err(LlmError::InvalidAnswer {
+                                problem,
+                                messages: self.messages.clone(),
+                            });
+                        }
+                        emit(StreamEvent::AnswerRejected {
+                            problem: problem.clone(),
+                        });
+                        self.messages
+                            .push(ChatMessage::user(answer::repair_prompt(&problem)));
+                        continue;
+                    }
+                }
             }
 
             // A tool turn: check the calls, record the (possibly repaired) assistant message.
@@ -577,6 +603,7 @@ impl LlmCycle {
             max_tokens: self.config.max_tokens,
             tool_choice: &choice,
             parallel_tool_calls: self.config.parallel_tool_calls,
+            answer_schema: self.config.answer_schema.as_ref(),
         };
         let provider = &self.provider;
         let ask = async {

@@ -63,6 +63,17 @@ pub enum LlmError {
         messages: Vec<ChatMessage>,
     },
 
+    /// The final answer broke `CycleConfig::answer_schema` after every repair.
+    #[error(
+        "the model's answer does not meet the required JSON Schema after the repairs allowed: {problem}"
+    )]
+    InvalidAnswer {
+        /// What is wrong with the last answer.
+        problem: String,
+        /// The trajectory.
+        messages: Vec<ChatMessage>,
+    },
+
     /// A tool failed in a way the model cannot fix (permission denied, MCP link down,
     /// I/O trouble, cancelled): the loop stopped. See `ToolError::is_recoverable`.
     #[error("tool '{tool}' (call {call_id}) failed and stopped the loop: {error}")]
@@ -114,6 +125,7 @@ impl LlmError {
     pub fn trajectory(&self) -> Option<&[ChatMessage]> {
         match self {
             LlmError::MaxTurns { messages, .. }
+            | LlmError::InvalidAnswer { messages, .. }
             | LlmError::ToolFailed { messages, .. }
             | LlmError::InvalidToolCall { messages, .. }
             | LlmError::Stopped { messages, .. }

@@ -12,7 +12,8 @@
 //! ToolExecutionCompleted (one per call, in the model's order, after the batch ran)
 //! ```
 //!
-//! and the final turn is `AssistantTextDelta* TurnComplete { Stop }` (or `Length`, ...).
+//! and the final turn is `AssistantTextDelta* TurnComplete { Stop }` (or `Length`, ...),
+//! followed by `AnswerRejected` and another turn when its answer broke the answer schema.
 //! Every tool call gets exactly one `Started` and one `Completed`, including calls that were
 //! invalid, denied, timed out, or skipped.
 
@@ -72,6 +73,12 @@ pub enum StreamEvent {
         total: Option<f64>,
         /// The tool's message, if any.
         message: Option<String>,
+    },
+    /// The final answer broke `CycleConfig::answer_schema`: it goes back to the model
+    /// with `problem`, and another turn follows (after this answer's `TurnComplete`).
+    AnswerRejected {
+        /// What is wrong with the answer (schema errors, or not JSON).
+        problem: String,
     },
     /// The provider reported the token usage of the request just answered.
     Usage {

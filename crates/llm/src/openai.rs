@@ -127,6 +127,10 @@ impl OpenAiProvider {
                 .then(|| openai_choice(req.tool_choice))
                 .flatten(),
             parallel_tool_calls: req.parallel_tool_calls.filter(|_| !req.tools.is_empty()),
+            response_format: req.answer_schema.map(|schema| {
+                serde_json::json!({"type": "json_schema",
+                    "json_schema": {"name": "answer", "schema": schema}})
+            }),
         }
     }
 
@@ -173,6 +177,7 @@ impl ChatProvider for OpenAiProvider {
             stop_reason: choice.finish_reason,
             usage: wire.usage.map(WireUsage::into_usage),
             model: wire.model.unwrap_or_else(|| self.model.clone()),
+            structured: None,
         })
     }
 
@@ -277,6 +282,8 @@ struct WireRequest<'a> {
     tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
 }
 
 #[derive(Serialize)]

@@ -254,6 +254,9 @@ pub struct ChatRequest<'a> {
     /// sent only with tools): OpenAI `parallel_tool_calls`, Anthropic
     /// `disable_parallel_tool_use`.
     pub parallel_tool_calls: Option<bool>,
+    /// A JSON Schema the answer must meet, for providers that take one (OpenAI
+    /// `response_format`); the loop validates the answer in any case.
+    pub answer_schema: Option<&'a serde_json::Value>,
 }
 
 impl<'a> ChatRequest<'a> {
@@ -266,6 +269,7 @@ impl<'a> ChatRequest<'a> {
             max_tokens: None,
             tool_choice: &AUTO,
             parallel_tool_calls: None,
+            answer_schema: None,
         }
     }
 }
@@ -281,6 +285,9 @@ pub struct ChatResponse {
     pub usage: Option<Usage>,
     /// The model that answered, as the server names it.
     pub model: String,
+    /// The answer as a JSON value that met [`CycleConfig::answer_schema`]
+    /// (crate::CycleConfig), when the loop asked for one.
+    pub structured: Option<serde_json::Value>,
 }
 
 impl ChatResponse {
@@ -423,6 +430,7 @@ impl ResponseAssembler {
             stop_reason: self.stop_reason,
             usage: self.usage,
             model: model.to_string(),
+            structured: None,
         }
     }
 }

@@ -38,6 +38,15 @@ pub struct CycleConfig {
     /// Whether the model may call several tools in one turn (`None`: the provider's
     /// default, which allows it). Default `None`.
     pub parallel_tool_calls: Option<bool>,
+    /// A JSON Schema the final answer must meet (`None`: free text). The answer is read
+    /// as JSON (a fenced block too) and validated; the value is
+    /// [`ChatResponse::structured`](crate::ChatResponse). An answer that fails goes back
+    /// to the model with what is wrong, at most `max_answer_repairs` times, then
+    /// [`LlmError::InvalidAnswer`](crate::LlmError). OpenAI also gets it as
+    /// `response_format`. Default `None`.
+    pub answer_schema: Option<serde_json::Value>,
+    /// How many times a final answer that breaks `answer_schema` is sent back. Default 2.
+    pub max_answer_repairs: usize,
     /// Which of those tools each turn offers: all of them (the default), or those a
     /// search of the conversation ranks first ([`ToolSelection`]).
     pub tool_selection: ToolSelection,
@@ -82,6 +91,8 @@ impl Default for CycleConfig {
             active_tools: None,
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: None,
+            answer_schema: None,
+            max_answer_repairs: 2,
             tool_selection: ToolSelection::All,
             invalid_tool_calls: InvalidToolCallPolicy::default(),
             temperature: None,

@@ -5,6 +5,7 @@
 //! Only the model's choices are scripted; the provider, the loop, the registry pipeline
 //! and the tools are the real ones.
 
+mod answer;
 mod anthropic;
 mod caching;
 mod choice;
