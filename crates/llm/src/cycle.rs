@@ -63,6 +63,7 @@ use toolhost_core::tools::{ToolCall, ToolContext, ToolDefinition, ToolError, Too
 use crate::compact::{CompactionReport, compact};
 use crate::error::LlmError;
 use crate::events::{MAX_PROGRESS_MESSAGE_BYTES, StreamEvent};
+use crate::hook::CallDecision;
 use crate::policy::{InvalidToolCall, InvalidToolCallAction, InvalidToolCallKind};
 use crate::provider::ChatProvider;
 use crate::tokens::{TokenCounter, upper_bound};

@@ -34,6 +34,7 @@ pub mod cycle;
 pub mod error;
 pub mod eval;
 pub mod events;
+pub mod hook;
 mod http;
 pub mod openai;
 pub mod policy;
@@ -46,6 +47,7 @@ pub use compact::CompactionReport;
 pub use cycle::{CODE_TOOL, CycleConfig, EventStream, LlmCycle, OnDenied, ToolSelection};
 pub use error::LlmError;
 pub use events::StreamEvent;
+pub use hook::{CallDecision, CallHook, CallView};
 pub use openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, RetryPolicy};
 pub use policy::{
     InvalidToolCall, InvalidToolCallAction, InvalidToolCallKind, InvalidToolCallPolicy,

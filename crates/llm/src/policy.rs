@@ -9,6 +9,10 @@
 //! | `Skip { reason }` | the call's tool message is the reason, as a synthetic result |
 //! | `Stop { reason }` | the loop ends with [`LlmError::Stopped`](crate::LlmError::Stopped) |
 //!
+//! A `Custom` policy sees the conversation before the call ([`InvalidToolCall::history`]),
+//! so a repair can follow what the person asked. Valid calls go to the call hook instead
+//! (`hook.rs`).
+//!
 //! On `Fail` and `Stop` no call of that turn runs, and every call still gets its tool
 //! message, so the history stays valid. The default policy is `Retry` with feedback that
 //! names the available tools. A retry costs a turn of `max_turns`.
@@ -41,6 +45,8 @@ pub struct InvalidToolCall {
     pub kind: InvalidToolCallKind,
     /// The names of the tools the model may call.
     pub available_tools: Vec<String>,
+    /// The conversation before the assistant message that made the call.
+    pub history: Vec<crate::types::ChatMessage>,
 }
 
 impl InvalidToolCall {
@@ -224,6 +230,7 @@ mod tests {
             raw_arguments: "{}".into(),
             kind: InvalidToolCallKind::UnknownTool,
             available_tools: vec!["search".into(), "add".into()],
+            history: Vec::new(),
         }
     }
 

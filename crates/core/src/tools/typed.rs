@@ -68,6 +68,13 @@ pub trait Tool: Send + Sync + Sized + 'static {
     /// What the tool does, for the model.
     fn description(&self) -> String;
 
+    /// The parameter schema the model sees. Default: derived from [`Tool::Args`]
+    /// ([`schema_for`]); override it to hand-write one (the arguments are still
+    /// deserialised into `Args`, and the registry validates them against this schema).
+    fn parameters(&self) -> Value {
+        schema_for::<Self::Args>()
+    }
+
     /// The permissions the tool needs. Default: none.
     fn permissions(&self) -> Vec<Permission> {
         Vec::new()
@@ -117,11 +124,11 @@ pub struct TypedTool<T: Tool> {
 }
 
 impl<T: Tool> TypedTool<T> {
-    /// Wraps a typed tool, deriving its schema once.
+    /// Wraps a typed tool, taking its schema once ([`Tool::parameters`]).
     pub fn new(tool: T) -> Self {
         Self {
             description: tool.description(),
-            schema: schema_for::<T::Args>(),
+            schema: tool.parameters(),
             tool,
             _p: PhantomData,
         }

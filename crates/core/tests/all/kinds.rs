@@ -107,3 +107,43 @@ fn typed_tool_schema_is_derived() {
     assert_eq!(p["required"], json!(["x", "y"]));
     assert!(p.get("$schema").is_none());
 }
+
+/// A typed tool with a hand-written schema (as Rig's `Tool::parameters`).
+struct Bounded;
+
+impl Tool for Bounded {
+    const NAME: &'static str = "bounded_add";
+    type Args = AddArgs;
+    type Output = Sum;
+    type Error = ToolError;
+    fn description(&self) -> String {
+        "Add two integers between 0 and 10".into()
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "required": ["x", "y"], "additionalProperties": false,
+               "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 10},
+                              "y": {"type": "integer", "minimum": 0, "maximum": 10}}})
+    }
+    async fn call(&self, a: AddArgs, _ctx: &ToolContext) -> Result<Sum, ToolError> {
+        Ok(Sum { sum: a.x + a.y })
+    }
+}
+
+#[tokio::test]
+async fn a_typed_tool_may_hand_write_its_schema_and_the_registry_holds_calls_to_it() {
+    let reg = ToolRegistry::new();
+    reg.register(Bounded.into_dyn()).unwrap();
+    let entry = reg.entry("bounded_add").unwrap();
+    assert_eq!(entry.parameters()["properties"]["x"]["maximum"], 10);
+    let ok = reg
+        .invoke_recorded("bounded_add", json!({"x": 3, "y": 4}))
+        .await;
+    assert_eq!(ok.output.unwrap().canonical, json!({"sum": 7}));
+    // Past the hand-written bound: refused before `call`, though `Args` would take it.
+    let err = reg
+        .invoke_recorded("bounded_add", json!({"x": 30, "y": 4}))
+        .await
+        .output
+        .unwrap_err();
+    assert_eq!(err.kind(), "invalid_arguments", "{err}");
+}

@@ -43,11 +43,12 @@ impl LlmCycle {
                 .clone()
                 .unwrap_or_else(|_| Value::String(call.function.arguments.clone()));
             let Some(kind) = kind else {
+                let (input, action) = self.hooked(call, input, available, &offered, &mut halt);
                 plan.push(PlannedCall {
                     id: call.id.clone(),
                     name: call.function.name.clone(),
-                    input: input.clone(),
-                    action: Planned::Run(input),
+                    input,
+                    action,
                 });
                 continue;
             };
@@ -57,6 +58,7 @@ impl LlmCycle {
                 raw_arguments: call.function.arguments.clone(),
                 kind,
                 available_tools: available.to_vec(),
+                history: self.messages.clone(),
             };
             let action = self.config.invalid_tool_calls.decide(&invalid);
             tracing::debug!(tool = %invalid.tool_name, problem = %invalid.problem(), ?action, "invalid tool call");
@@ -95,6 +97,55 @@ impl LlmCycle {
             });
         }
         (plan, halt)
+    }
+
+    /// The call hook's decision on a valid call (`input`: its parsed arguments): what the
+    /// call runs with, or its answer; a `Stop` sets `halt`. Rewrites and renames change
+    /// `call`, so the history shows what ran.
+    fn hooked(
+        &self,
+        call: &mut crate::types::AssistantToolCall,
+        input: Value,
+        available: &[String],
+        offered: &HashSet<&str>,
+        halt: &mut Option<Halt>,
+    ) -> (Value, Planned) {
+        let Some(hook) = &self.config.call_hook else {
+            return (input.clone(), Planned::Run(input));
+        };
+        let view = crate::hook::CallView {
+            call_id: &call.id,
+            tool_name: &call.function.name,
+            arguments: &input,
+            history: &self.messages,
+            available_tools: available,
+        };
+        match hook.decide(&view) {
+            CallDecision::Run => (input.clone(), Planned::Run(input)),
+            CallDecision::Rewrite { arguments } => {
+                call.function.arguments = arguments.to_string();
+                (arguments.clone(), Planned::Run(arguments))
+            }
+            CallDecision::Rename { tool_name } if offered.contains(tool_name.as_str()) => {
+                call.function.name = tool_name;
+                (input.clone(), Planned::Run(input))
+            }
+            CallDecision::Rename { tool_name } => {
+                let answer = format!(
+                    "Error: not run: the call hook renamed it to '{tool_name}', which is not offered"
+                );
+                (input, Planned::Answer(answer))
+            }
+            CallDecision::Skip { reason } => (input, Planned::Answer(reason)),
+            CallDecision::Stop { reason } => {
+                if halt.is_none() {
+                    *halt = Some(Halt::Stop {
+                        reason: reason.clone(),
+                    });
+                }
+                (input, Planned::Answer(format!("Error: not run: {reason}")))
+            }
+        }
     }
 
     /// Runs the runnable calls of a turn in parallel and returns one outcome per call, in

@@ -47,6 +47,10 @@ pub struct CycleConfig {
     pub answer_schema: Option<serde_json::Value>,
     /// How many times a final answer that breaks `answer_schema` is sent back. Default 2.
     pub max_answer_repairs: usize,
+    /// The caller's word on every valid call before it runs, with the history: run,
+    /// rewrite the arguments, rename, skip or stop ([`CallHook`](crate::CallHook)).
+    /// Default none.
+    pub call_hook: Option<crate::hook::CallHook>,
     /// Which of those tools each turn offers: all of them (the default), or those a
     /// search of the conversation ranks first ([`ToolSelection`]).
     pub tool_selection: ToolSelection,
@@ -93,6 +97,7 @@ impl Default for CycleConfig {
             parallel_tool_calls: None,
             answer_schema: None,
             max_answer_repairs: 2,
+            call_hook: None,
             tool_selection: ToolSelection::All,
             invalid_tool_calls: InvalidToolCallPolicy::default(),
             temperature: None,

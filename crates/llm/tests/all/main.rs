@@ -12,6 +12,7 @@ mod choice;
 mod eval;
 mod fakellm;
 mod history;
+mod hooks;
 mod scripted;
 mod selection;
 mod support;
