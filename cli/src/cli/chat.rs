@@ -139,6 +139,10 @@ pub struct ModelArgs {
     /// prompts by itself.
     #[arg(long)]
     pub prompt_caching: bool,
+    /// Send tools' input examples in Anthropic's `input_examples` field (a beta of its
+    /// API); without it they are folded into the descriptions, as for OpenAI.
+    #[arg(long)]
+    pub input_examples_field: bool,
 }
 
 impl ModelArgs {
@@ -166,15 +170,21 @@ impl ModelArgs {
                 OpenAiProvider::without_key(&self.base_url, &self.model)?
                     .with_api_key_env(self.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"))?,
             ),
-            ProviderKind::Anthropic => Arc::new(
-                AnthropicProvider::without_key(&self.base_url, &self.model)?
+            ProviderKind::Anthropic => {
+                let provider = AnthropicProvider::without_key(&self.base_url, &self.model)?
                     .with_api_key_env(
                         self.api_key_env
                             .as_deref()
                             .unwrap_or(toolhost::llm::DEFAULT_ANTHROPIC_KEY_ENV),
                     )?
-                    .with_prompt_caching(self.prompt_caching),
-            ),
+                    .with_prompt_caching(self.prompt_caching);
+                let provider = if self.input_examples_field {
+                    provider.with_input_examples_field()?
+                } else {
+                    provider
+                };
+                Arc::new(provider)
+            }
         })
     }
 }
@@ -461,6 +471,7 @@ mod tests {
             provider: None,
             api_key_env: None,
             prompt_caching: false,
+            input_examples_field: false,
         };
         assert_eq!(
             args("https://api.anthropic.com").kind(),

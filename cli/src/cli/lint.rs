@@ -78,6 +78,7 @@ impl JudgeModelArgs {
             provider: self.provider,
             api_key_env: self.api_key_env.clone(),
             prompt_caching: false,
+            input_examples_field: false,
         }
         .provider()
         .map_err(|e| format!("the judge's model: {e:#}"))?;

@@ -54,9 +54,9 @@ pub use permission::{
     Capability, Permission, PermissionChecker, PermissionConfig, RiskLevel, ServedHints,
 };
 pub use registry::{
-    LoadingGuard, NameClash, NameFollower, Naming, QUALIFIER, Registration, RegistrationGuard,
-    ToolCall, ToolEntry, ToolInvocation, ToolRegistry, ToolStats, contested_names,
-    is_valid_tool_name, qualified_name, safe_name,
+    LoadingGuard, MAX_INPUT_EXAMPLES, NameClash, NameFollower, Naming, QUALIFIER, Registration,
+    RegistrationGuard, ToolCall, ToolEntry, ToolInvocation, ToolRegistry, ToolStats,
+    contested_names, is_valid_tool_name, qualified_name, safe_name,
 };
 pub use render::{DEFAULT_MAX_TOOL_RESULT_BYTES, json_kind, truncate_render};
 pub use share::{Caller, Holdings, Refusal, Share, Slot, Slots};

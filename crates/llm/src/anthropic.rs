@@ -56,7 +56,13 @@ pub struct AnthropicProvider {
     /// Mark the tools, the system prompt and the conversation so far for Anthropic's
     /// prompt cache.
     cache: bool,
+    /// Send tools' input examples as `input_examples` (a beta of the API); else they are
+    /// folded into the descriptions.
+    examples_field: bool,
 }
+
+/// The beta that lets a tool definition carry `input_examples`.
+const INPUT_EXAMPLES_BETA: &str = "advanced-tool-use-2025-11-20";
 
 /// The cache mark of a prompt-cache breakpoint (Anthropic's 5-minute cache).
 fn cache_mark() -> Value {
@@ -93,6 +99,7 @@ impl AnthropicProvider {
             model: model.into(),
             max_tokens: None,
             cache: false,
+            examples_field: false,
         })
     }
 
@@ -132,6 +139,17 @@ impl AnthropicProvider {
         self
     }
 
+    /// Sends tools' input examples (`ToolMetadata::input_examples`) in the definitions'
+    /// `input_examples` field, under the `anthropic-beta: advanced-tool-use-2025-11-20`
+    /// header. Off by default: the examples are then folded into the descriptions, which
+    /// every model reads.
+    pub fn with_input_examples_field(mut self) -> Result<Self, LlmError> {
+        self.endpoint
+            .add_header("anthropic-beta", INPUT_EXAMPLES_BETA)?;
+        self.examples_field = true;
+        Ok(self)
+    }
+
     /// The full messages URL.
     pub fn url(&self) -> &str {
         &self.endpoint.url
@@ -159,11 +177,24 @@ impl AnthropicProvider {
                     .tools
                     .iter()
                     .map(|t| {
-                        json!({
+                        let folded = !self.examples_field;
+                        let description = if folded {
+                            crate::types::with_examples(&t.function.description, &t.input_examples)
+                        } else {
+                            t.function.description.clone()
+                        };
+                        let mut tool = json!({
                             "name": t.function.name,
-                            "description": t.function.description,
+                            "description": description,
                             "input_schema": t.function.parameters,
-                        })
+                        });
+                        if !folded
+                            && !t.input_examples.is_empty()
+                            && let Some(obj) = tool.as_object_mut()
+                        {
+                            obj.insert("input_examples".into(), json!(t.input_examples));
+                        }
+                        tool
                     })
                     .collect();
                 let mut tools = tools;

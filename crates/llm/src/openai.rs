@@ -115,7 +115,7 @@ impl OpenAiProvider {
         WireRequest {
             model: &self.model,
             messages: req.messages,
-            tools: req.tools,
+            tools: wire_tools(req.tools),
             stream,
             stream_options: stream.then_some(StreamOptions {
                 include_usage: true,
@@ -138,6 +138,25 @@ impl OpenAiProvider {
     async fn send(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, LlmError> {
         self.endpoint.send(body).await
     }
+}
+
+/// The tools as OpenAI takes them: a tool's input examples (which OpenAI has no field for)
+/// are folded into its description; without examples the definitions go as they are.
+fn wire_tools(tools: &[ToolDefinition]) -> std::borrow::Cow<'_, [ToolDefinition]> {
+    if tools.iter().all(|t| t.input_examples.is_empty()) {
+        return std::borrow::Cow::Borrowed(tools);
+    }
+    std::borrow::Cow::Owned(
+        tools
+            .iter()
+            .map(|t| {
+                let mut t = t.clone();
+                t.function.description =
+                    crate::types::with_examples(&t.function.description, &t.input_examples);
+                t
+            })
+            .collect(),
+    )
 }
 
 /// OpenAI's `tool_choice` (`None` for the default, `auto`, which is not sent).
@@ -269,7 +288,7 @@ struct WireRequest<'a> {
     model: &'a str,
     messages: &'a [ChatMessage],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    tools: &'a [ToolDefinition],
+    tools: std::borrow::Cow<'a, [ToolDefinition]>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

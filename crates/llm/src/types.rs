@@ -218,6 +218,16 @@ impl Usage {
     }
 }
 
+/// A tool's description with its input examples appended, for providers that take no
+/// examples field (the examples are the registry's, checked against the schema).
+pub(crate) fn with_examples(description: &str, examples: &[serde_json::Value]) -> String {
+    if examples.is_empty() {
+        return description.to_string();
+    }
+    let shown: Vec<String> = examples.iter().map(serde_json::Value::to_string).collect();
+    format!("{description}\n\nExample arguments: {}", shown.join(" | "))
+}
+
 /// Whether, and which, tool the model must call in a request (the providers'
 /// `tool_choice`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -385,6 +385,8 @@ impl McpClient {
                     description: t.description.clone().unwrap_or_default(),
                     parameters: t.input_schema.clone(),
                 },
+                // MCP tool definitions carry no examples.
+                input_examples: Vec::new(),
             })
             .collect())
     }

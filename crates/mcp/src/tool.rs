@@ -110,6 +110,8 @@ impl BaseTool for McpTool {
             // registry's deadline, sends `notifications/cancelled` and reports
             // `McpTimeout` itself.
             keeps_deadline: true,
+            // MCP tool definitions carry no examples.
+            input_examples: Vec::new(),
         }
     }
 

@@ -141,6 +141,12 @@ pub struct ToolMetadata {
     /// this flag is stopped by the registry's timer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keeps_deadline: bool,
+    /// Example arguments, shown to models whose provider takes them (Anthropic's
+    /// `input_examples`; folded into the description for OpenAI). Each must meet the
+    /// parameter schema (checked at registration); at most
+    /// [`MAX_INPUT_EXAMPLES`](crate::tools::MAX_INPUT_EXAMPLES).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_examples: Vec<Value>,
 }
 
 /// A display icon of a tool (MCP `Icon`).

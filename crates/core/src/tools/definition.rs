@@ -16,6 +16,10 @@ pub struct ToolDefinition {
     pub kind: String,
     /// The function definition.
     pub function: FunctionDefinition,
+    /// Example arguments (the tool's `ToolMetadata::input_examples`). Not part of the
+    /// OpenAI wire shape: each provider sends them its own way, or not at all.
+    #[serde(skip)]
+    pub input_examples: Vec<Value>,
 }
 
 /// The function part of a [`ToolDefinition`].

@@ -62,7 +62,7 @@ pub use loading::LoadingGuard;
 pub use names::{
     NameClash, NameFollower, Naming, QUALIFIER, contested_names, qualified_name, safe_name,
 };
-pub use registration::{Registration, RegistrationGuard};
+pub use registration::{MAX_INPUT_EXAMPLES, Registration, RegistrationGuard};
 
 /// Default per-call timeout.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);

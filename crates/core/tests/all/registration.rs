@@ -201,3 +201,37 @@ async fn invoke_is_err_not_found_for_an_unknown_name_and_ok_otherwise() {
     assert!(matches!(inv.output, Err(ToolError::NotFound(_))));
     assert_eq!(inv.tool_name, "nope");
 }
+
+#[test]
+fn input_examples_must_meet_the_schema_and_stay_few() {
+    let reg = ToolRegistry::new();
+    let tool = || {
+        DynamicTool::builder("add")
+            .description("Adds x and y")
+            .parameters(serde_json::json!({"type": "object", "required": ["x", "y"],
+                "properties": {"x": {"type": "number"}, "y": {"type": "number"}}}))
+            .handler(|_, _| async { Ok(ToolOutput::text("5")) })
+            .build_dyn()
+    };
+    let with = |examples: Vec<serde_json::Value>| ToolMetadata {
+        input_examples: examples,
+        ..Default::default()
+    };
+    // A wrong example would teach the model the wrong shape: refused, nothing registered.
+    let err = reg
+        .register_with(tool(), with(vec![serde_json::json!({"x": "one"})]))
+        .unwrap_err();
+    assert_eq!(err.kind(), "invalid_definition", "{err}");
+    assert!(err.to_string().contains("input example 0"), "{err}");
+    let many = vec![serde_json::json!({"x": 1, "y": 2}); MAX_INPUT_EXAMPLES + 1];
+    assert!(reg.register_with(tool(), with(many)).is_err());
+    assert!(!reg.contains("add"));
+    // Good ones are kept and reach the definition.
+    reg.register_with(tool(), with(vec![serde_json::json!({"x": 1, "y": 2})]))
+        .unwrap();
+    let defs = reg.definitions();
+    assert_eq!(
+        defs[0].input_examples,
+        [serde_json::json!({"x": 1, "y": 2})]
+    );
+}

@@ -199,3 +199,67 @@ async fn active_tools_narrow_the_offer_per_turn_and_a_call_outside_is_unknown() 
     assert_eq!(answers["m2"], "42");
     Ok(())
 }
+
+/// A registry whose `add` carries two input examples.
+fn registry_with_examples() -> anyhow::Result<toolhost_core::tools::ToolRegistry> {
+    use toolhost_core::tools::{DynamicTool, ToolMetadata, ToolOutput, ToolRegistry};
+    let registry = ToolRegistry::new();
+    registry.register_with(
+        DynamicTool::builder("add")
+            .description("Adds x and y")
+            .parameters(json!({"type": "object", "required": ["x", "y"],
+                "properties": {"x": {"type": "number"}, "y": {"type": "number"}}}))
+            .handler(|_, _| async { Ok(ToolOutput::text("5")) })
+            .build_dyn(),
+        ToolMetadata {
+            input_examples: vec![json!({"x": 1, "y": 2}), json!({"x": 0.5, "y": -3})],
+            ..Default::default()
+        },
+    )?;
+    Ok(registry)
+}
+
+#[tokio::test]
+async fn input_examples_go_where_each_provider_takes_them() -> anyhow::Result<()> {
+    let registry = registry_with_examples()?;
+    // OpenAI has no field for them: folded into the description.
+    let server = Scripted::start(vec![text_reply("ok")]).await?;
+    let mut c = LlmCycle::new(openai(&server)?, CycleConfig::default());
+    c.submit_with_tools("go", &registry).await?;
+    let description = server.requests()[0]["tools"][0]["function"]["description"].clone();
+    assert_eq!(
+        description,
+        json!("Adds x and y\n\nExample arguments: {\"x\":1,\"y\":2} | {\"x\":0.5,\"y\":-3}")
+    );
+    // Anthropic with the beta field: `input_examples`, and the beta header.
+    let server = Scripted::start(anthropic_turns()).await?;
+    let provider = anthropic(&server)?.with_input_examples_field()?;
+    let mut c = LlmCycle::new(provider, CycleConfig::default());
+    c.submit_with_tools("go", &registry).await?;
+    let tool = server.requests()[0]["tools"][0].clone();
+    assert_eq!(tool["description"], "Adds x and y");
+    assert_eq!(
+        tool["input_examples"],
+        json!([{"x": 1, "y": 2}, {"x": 0.5, "y": -3}])
+    );
+    assert_eq!(
+        server.headers()[0]
+            .get("anthropic-beta")
+            .and_then(|v| v.to_str().ok()),
+        Some("advanced-tool-use-2025-11-20")
+    );
+    // Anthropic without it: folded, as for OpenAI; no beta header.
+    let server = Scripted::start(anthropic_turns()).await?;
+    let mut c = LlmCycle::new(anthropic(&server)?, CycleConfig::default());
+    c.submit_with_tools("go", &registry).await?;
+    let tool = server.requests()[0]["tools"][0].clone();
+    assert!(tool.get("input_examples").is_none());
+    assert!(
+        tool["description"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Example arguments")
+    );
+    assert!(server.headers()[0].get("anthropic-beta").is_none());
+    Ok(())
+}

@@ -145,6 +145,7 @@ impl ToolEntry {
                 description: self.description.clone(),
                 parameters: self.parameters.clone(),
             },
+            input_examples: self.metadata.input_examples.clone(),
         }
     }
 }

@@ -9,6 +9,7 @@ use super::{Inner, ToolRegistry, write};
 use crate::tools::base::{BaseTool, ToolMetadata};
 use crate::tools::error::ToolError;
 use crate::tools::permission::RiskLevel;
+use serde_json::Value;
 
 impl ToolRegistry {
     /// Registers a tool with the metadata it supplies. Fails on a duplicate name or a
@@ -83,6 +84,7 @@ impl ToolRegistry {
         let parameters = tool.parameters();
         let validator = check_definition(&name, &description, &parameters)?;
         let output_validator = check_output_schema(&name, metadata.output_schema.as_ref())?;
+        check_examples(&name, &validator, &metadata.input_examples)?;
         let permissions = tool.required_permissions();
         Ok(ToolEntry {
             id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
@@ -153,4 +155,40 @@ impl Drop for RegistrationGuard {
     fn drop(&mut self) {
         self.0.dispose_ref();
     }
+}
+
+/// The most input examples a tool may carry.
+pub const MAX_INPUT_EXAMPLES: usize = 8;
+
+/// The largest input example (as JSON), bytes.
+const MAX_EXAMPLE_BYTES: usize = 4 << 10;
+
+/// Every input example must meet the parameter schema (`validator`): a model shown a
+/// wrong example learns the wrong shape. Bounded in number and size: they go into every
+/// request.
+fn check_examples(
+    name: &str,
+    validator: &jsonschema::Validator,
+    examples: &[Value],
+) -> Result<(), ToolError> {
+    let bad = |m: String| ToolError::InvalidDefinition(name.to_string(), m);
+    if examples.len() > MAX_INPUT_EXAMPLES {
+        return Err(bad(format!(
+            "{} input examples; at most {MAX_INPUT_EXAMPLES}",
+            examples.len()
+        )));
+    }
+    for (i, e) in examples.iter().enumerate() {
+        if e.to_string().len() > MAX_EXAMPLE_BYTES {
+            return Err(bad(format!(
+                "input example {i} is over {MAX_EXAMPLE_BYTES} bytes"
+            )));
+        }
+        if let Some(err) = validator.iter_errors(e).next() {
+            return Err(bad(format!(
+                "input example {i} does not meet the parameter schema: {err}"
+            )));
+        }
+    }
+    Ok(())
 }
