@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::llm_cli::{openai_call, openai_text, scripted, toolhost};
+use crate::llm_cli::{against_script, exits_saying, openai_call, openai_text};
 
 /// Each example plugin, its cases file and the folders its request file wants.
 const PLUGINS: &[(&str, &[&str])] = &[
@@ -108,27 +108,10 @@ fn the_cases_of_every_example_plugin_hold_against_the_built_plugin() {
         let cases = cases_of(&file);
         assert!(cases.len() >= 2, "{plugin}: at least two cases");
         let dir = folder_with(&built, plugin, folders);
-        let (base, _seen) = scripted(answers_for(&cases));
-        let url = format!("{base}/v1");
-        let out = toolhost(
-            dir.path(),
-            &[
-                "eval",
-                file.to_str().unwrap(),
-                "--base-url",
-                &url,
-                "--model",
-                "m",
-            ],
-        );
-        let shown = toolhost_testkit::show(&out);
-        assert!(out.status.success(), "{plugin}: {shown}");
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let file_arg = file.to_str().unwrap();
+        let (out, _) = against_script(dir.path(), &["eval", file_arg], answers_for(&cases));
         let n = cases.len();
-        assert!(
-            stdout.contains(&format!("{n} of {n} case(s) passed")),
-            "{plugin}: {shown}"
-        );
+        exits_saying(&out, 0, &[&format!("{n} of {n} case(s) passed")]);
     }
 }
 
@@ -152,28 +135,16 @@ fn a_case_whose_tool_changed_under_it_fails_the_eval() {
     let mut answers = answers_for(&parsed);
     // The loop answers a call of an unknown tool and asks the model again.
     answers.insert(3, ("application/json", openai_text("done")));
-    let (base, _seen) = scripted(answers);
-    let url = format!("{base}/v1");
-    let out = toolhost(
-        dir.path(),
+    let (out, _) = against_script(dir.path(), &["eval", cases.to_str().unwrap()], answers);
+    exits_saying(
+        &out,
+        1,
         &[
-            "eval",
-            cases.to_str().unwrap(),
-            "--base-url",
-            &url,
-            "--model",
-            "m",
+            "FAIL old schema",
+            "invalid arguments for tool 'add'",
+            "FAIL renamed tool",
+            "there is no tool named 'sum'",
+            "0 of 2 case(s) passed",
         ],
     );
-    let shown = toolhost_testkit::show(&out);
-    assert_eq!(out.status.code(), Some(1), "{shown}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("FAIL old schema"), "{shown}");
-    assert!(
-        stdout.contains("invalid arguments for tool 'add'"),
-        "{shown}"
-    );
-    assert!(stdout.contains("FAIL renamed tool"), "{shown}");
-    assert!(stdout.contains("there is no tool named 'sum'"), "{shown}");
-    assert!(stdout.contains("0 of 2 case(s) passed"), "{shown}");
 }

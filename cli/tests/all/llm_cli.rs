@@ -95,6 +95,31 @@ pub(crate) fn toolhost(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Runs `toolhost COMMAND... --base-url URL --model m` against a scripted model server
+/// giving `answers`; returns the run and what the server saw.
+pub(crate) fn against_script(
+    dir: &Path,
+    command: &[&str],
+    answers: Vec<(&'static str, String)>,
+) -> (Output, Seen) {
+    let (base, seen) = scripted(answers);
+    let url = format!("{base}/v1");
+    let mut args = command.to_vec();
+    args.extend(["--base-url", &url, "--model", "m"]);
+    (toolhost(dir, &args), seen)
+}
+
+/// Asserts that the run exited with `code` and that its stdout holds every line of
+/// `wanted` (the whole run is shown when not).
+pub(crate) fn exits_saying(out: &Output, code: i32, wanted: &[&str]) {
+    let shown = toolhost_testkit::show(out);
+    assert_eq!(out.status.code(), Some(code), "{shown}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for w in wanted {
+        assert!(stdout.contains(w), "missing {w:?}: {shown}");
+    }
+}
+
 fn sse(events: &[Value]) -> String {
     events
         .iter()
@@ -269,34 +294,15 @@ fn eval_passes_and_a_regression_exits_non_zero() {
     let Some(dir) = work() else { return };
     let cases = dir.path().join("cases.toml");
     std::fs::write(&cases, CASES).unwrap();
-    let run = |answers: Vec<(&'static str, String)>| {
-        let (base, _seen) = scripted(answers);
-        let url = format!("{base}/v1");
-        toolhost(
-            dir.path(),
-            &[
-                "eval",
-                cases.to_str().unwrap(),
-                "--base-url",
-                &url,
-                "--model",
-                "m",
-            ],
-        )
-    };
+    let cases_arg = cases.to_str().unwrap();
+    let run = |answers| against_script(dir.path(), &["eval", cases_arg], answers).0;
     let json = "application/json";
     let good = run(vec![
         (json, openai_call("add", r#"{"x": 40, "y": 2}"#)),
         (json, openai_text("42")),
         (json, openai_text("Hello!")),
     ]);
-    let shown = toolhost_testkit::show(&good);
-    assert!(good.status.success(), "{shown}");
-    let stdout = String::from_utf8_lossy(&good.stdout);
-    assert!(
-        stdout.contains("PASS adds") && stdout.contains("2 of 2 case(s) passed"),
-        "{shown}"
-    );
+    exits_saying(&good, 0, &["PASS adds", "2 of 2 case(s) passed"]);
 
     // The model now picks the wrong arguments for the first case and a tool for the
     // second: both fail, and the exit status says so.
@@ -306,16 +312,16 @@ fn eval_passes_and_a_regression_exits_non_zero() {
         (json, openai_call("add", r#"{"x": 1, "y": 1}"#)),
         (json, openai_text("2")),
     ]);
-    let shown = toolhost_testkit::show(&bad);
-    assert_eq!(bad.status.code(), Some(1), "{shown}");
-    let stdout = String::from_utf8_lossy(&bad.stdout);
-    assert!(stdout.contains("FAIL adds"), "{shown}");
-    assert!(
-        stdout.contains("argument 'x' should be 40, it is 4"),
-        "{shown}"
+    exits_saying(
+        &bad,
+        1,
+        &[
+            "FAIL adds",
+            "argument 'x' should be 40, it is 4",
+            "FAIL no tool for greetings",
+            "0 of 2 case(s) passed",
+        ],
     );
-    assert!(stdout.contains("FAIL no tool for greetings"), "{shown}");
-    assert!(stdout.contains("0 of 2 case(s) passed"), "{shown}");
 }
 
 #[test]
@@ -458,31 +464,25 @@ fn chat_tools_code_offers_run_code_with_declarations_and_runs_the_script() {
 #[test]
 fn chat_sends_the_tool_choice_the_parallel_switch_and_only_the_active_tools() {
     let Some(dir) = work() else { return };
-    let (base, seen) = scripted(vec![
+    let chat = |extra: &[&str], answers| {
+        let mut args = vec!["chat", "--prompt", "2 + 3?"];
+        args.extend_from_slice(extra);
+        against_script(dir.path(), &args, answers)
+    };
+    let answers = vec![
         openai_sse_call("add", r#"{"x": 2, "y": 3}"#),
         openai_sse_text("5"),
-    ]);
-    let url = format!("{base}/v1");
-    let chat = |extra: &[&str]| {
-        let mut args = vec![
-            "chat",
-            "--base-url",
-            &url,
-            "--model",
-            "m",
-            "--prompt",
-            "2 + 3?",
-        ];
-        args.extend_from_slice(extra);
-        toolhost(dir.path(), &args)
-    };
-    let out = chat(&[
-        "--tool-choice",
-        "add",
-        "--no-parallel-tool-calls",
-        "--active-tools",
-        "add,multiply",
-    ]);
+    ];
+    let (out, seen) = chat(
+        &[
+            "--tool-choice",
+            "add",
+            "--no-parallel-tool-calls",
+            "--active-tools",
+            "add,multiply",
+        ],
+        answers,
+    );
     let shown = toolhost_testkit::show(&out);
     assert!(out.status.success(), "{shown}");
     let seen = seen.lock().unwrap();
@@ -504,7 +504,7 @@ fn chat_sends_the_tool_choice_the_parallel_switch_and_only_the_active_tools() {
     assert!(seen[1].2.get("tool_choice").is_none(), "{shown}");
     drop(seen);
 
-    let refused = chat(&["--tool-choice", "nosuch"]);
+    let (refused, _) = chat(&["--tool-choice", "nosuch"], Vec::new());
     let shown = toolhost_testkit::show(&refused);
     assert!(!refused.status.success(), "{shown}");
     assert!(
@@ -524,24 +524,13 @@ fn chat_answer_schema_sends_a_bad_answer_back_and_takes_the_json_one() {
         r#"{"type": "object", "required": ["sum"], "properties": {"sum": {"type": "number"}}}"#,
     )
     .unwrap();
-    let (base, seen) = scripted(vec![
+    let schema_arg = schema.display().to_string();
+    let args = ["chat", "--answer-schema", &schema_arg, "--prompt", "2 + 3?"];
+    let answers = vec![
         openai_sse_text("It is five."),
         openai_sse_text(r#"{"sum": 5}"#),
-    ]);
-    let url = format!("{base}/v1");
-    let schema_arg = schema.display().to_string();
-    let args = [
-        "chat",
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "--answer-schema",
-        &schema_arg,
-        "--prompt",
-        "2 + 3?",
     ];
-    let out = toolhost(dir.path(), &args);
+    let (out, seen) = against_script(dir.path(), &args, answers);
     let shown = toolhost_testkit::show(&out);
     assert!(out.status.success(), "{shown}");
     assert!(
@@ -562,7 +551,7 @@ fn chat_answer_schema_sends_a_bad_answer_back_and_takes_the_json_one() {
     drop(seen);
 
     std::fs::write(&schema, "not json").unwrap();
-    let refused = toolhost(dir.path(), &args);
+    let (refused, _) = against_script(dir.path(), &args, Vec::new());
     let shown = toolhost_testkit::show(&refused);
     assert!(!refused.status.success(), "{shown}");
     assert!(

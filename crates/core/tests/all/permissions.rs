@@ -173,18 +173,10 @@ async fn one_checker_shared_through_an_arc_governs_every_registry_that_holds_it(
     let registries: Vec<ToolRegistry> = (0..2).map(|_| ToolRegistry::new()).collect();
     for reg in &registries {
         reg.set_permission_checker(Some(checker.clone()));
-        reg.register(counting_tool(
-            "writer",
-            vec![Permission::Write],
-            runs.clone(),
-        ))
-        .unwrap();
-        reg.register(counting_tool(
-            "reader",
-            vec![Permission::Read],
-            runs.clone(),
-        ))
-        .unwrap();
+        for (name, p) in [("writer", Permission::Write), ("reader", Permission::Read)] {
+            reg.register(counting_tool(name, vec![p], runs.clone()))
+                .unwrap();
+        }
     }
     assert_eq!(Arc::strong_count(&checker), 3, "shared, not copied");
     for reg in &registries {

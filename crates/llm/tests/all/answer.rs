@@ -3,24 +3,11 @@
 //! first, an answer that breaks the schema goes back to the model with what is wrong,
 //! and the repairs are bounded.
 
-use std::time::Duration;
-
 use futures::StreamExt;
 use serde_json::{Value, json};
-use toolhost_llm::{
-    ChatMessage, CycleConfig, LlmCycle, LlmError, OpenAiProvider, RetryPolicy, StreamEvent,
-};
+use toolhost_llm::{ChatMessage, CycleConfig, LlmCycle, LlmError, StreamEvent};
 
 use crate::support::*;
-
-fn provider(s: &Scripted) -> anyhow::Result<OpenAiProvider> {
-    Ok(
-        OpenAiProvider::without_key(&s.base_url, "scripted")?.with_retry(RetryPolicy {
-            initial_backoff: Duration::ZERO,
-            ..RetryPolicy::default()
-        }),
-    )
-}
 
 fn schema() -> Value {
     json!({"type": "object", "required": ["sum"], "additionalProperties": false,
@@ -44,7 +31,7 @@ async fn a_prose_answer_is_sent_back_once_and_the_json_one_is_the_value() -> any
     ])
     .await?;
     let registry = math_registry()?;
-    let mut c = LlmCycle::new(provider(&server)?, config(2));
+    let mut c = LlmCycle::new(openai_provider(&server)?, config(2));
     let answer = c.submit_with_tools("2 + 3?", &registry).await?;
     assert_eq!(answer.structured, Some(json!({"sum": 5})));
     let sent = server.requests();
@@ -78,7 +65,7 @@ async fn repairs_are_bounded_and_the_stream_says_each_rejection() -> anyhow::Res
     ])
     .await?;
     let registry = math_registry()?;
-    let mut c = LlmCycle::new(provider(&server)?, config(1));
+    let mut c = LlmCycle::new(openai_provider(&server)?, config(1));
     let mut rejected = Vec::new();
     let mut end = None;
     {

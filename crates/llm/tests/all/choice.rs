@@ -2,30 +2,10 @@
 //! them over the wire (scripted servers on 127.0.0.1), and the loop's rule: a forced
 //! choice holds for the first request of a submit only.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use toolhost_llm::{
-    AnthropicProvider, CycleConfig, LlmCycle, OpenAiProvider, RetryPolicy, ToolChoice,
-};
+use toolhost_llm::{CycleConfig, LlmCycle, ToolChoice};
 
 use crate::support::*;
-
-fn openai(s: &Scripted) -> anyhow::Result<OpenAiProvider> {
-    Ok(
-        OpenAiProvider::without_key(&s.base_url, "scripted")?.with_retry(RetryPolicy {
-            initial_backoff: Duration::ZERO,
-            ..RetryPolicy::default()
-        }),
-    )
-}
-
-fn anthropic(s: &Scripted) -> anyhow::Result<AnthropicProvider> {
-    let base = s.base_url.trim_end_matches("/v1");
-    Ok(AnthropicProvider::without_key(base, "claude-test")?
-        .with_api_key("sk-ant-test")?
-        .with_retry(RetryPolicy::none()))
-}
 
 /// An Anthropic answer calling `add`, then one with text.
 fn anthropic_turns() -> Vec<Reply> {
@@ -58,7 +38,7 @@ async fn openai_gets_the_forced_choice_first_then_auto_and_the_parallel_switch()
     .await?;
     let registry = math_registry()?;
     let mut c = LlmCycle::new(
-        openai(&server)?,
+        openai_provider(&server)?,
         CycleConfig {
             tool_choice: ToolChoice::Tool("add".into()),
             parallel_tool_calls: Some(false),
@@ -85,7 +65,7 @@ async fn openai_none_holds_for_every_request_and_nothing_is_sent_without_tools()
     let server = Scripted::start(vec![text_reply("no tools today"), text_reply("hi")]).await?;
     let registry = math_registry()?;
     let mut c = LlmCycle::new(
-        openai(&server)?,
+        openai_provider(&server)?,
         CycleConfig {
             tool_choice: ToolChoice::None,
             parallel_tool_calls: Some(true),
@@ -123,7 +103,7 @@ async fn anthropic_maps_each_choice_and_switches_parallel_calls_off_inside_it() 
         let server = Scripted::start(anthropic_turns()).await?;
         let registry = math_registry()?;
         let mut c = LlmCycle::new(
-            anthropic(&server)?,
+            anthropic_provider(&server)?,
             CycleConfig {
                 tool_choice: choice.clone(),
                 parallel_tool_calls: parallel,
@@ -149,7 +129,7 @@ async fn anthropic_maps_each_choice_and_switches_parallel_calls_off_inside_it() 
     }
     // The default sends no choice at all.
     let server = Scripted::start(anthropic_turns()).await?;
-    let mut c = LlmCycle::new(anthropic(&server)?, CycleConfig::default());
+    let mut c = LlmCycle::new(anthropic_provider(&server)?, CycleConfig::default());
     c.submit_with_tools("2 + 3?", &math_registry()?).await?;
     assert_eq!(field(&server.requests()[0], "tool_choice"), None);
     Ok(())
@@ -169,7 +149,7 @@ async fn active_tools_narrow_the_offer_per_turn_and_a_call_outside_is_unknown() 
     .await?;
     let registry = math_registry()?;
     let mut c = LlmCycle::new(
-        openai(&server)?,
+        openai_provider(&server)?,
         CycleConfig {
             active_tools: Some(vec!["add".into()]),
             ..Default::default()
@@ -224,7 +204,7 @@ async fn input_examples_go_where_each_provider_takes_them() -> anyhow::Result<()
     let registry = registry_with_examples()?;
     // OpenAI has no field for them: folded into the description.
     let server = Scripted::start(vec![text_reply("ok")]).await?;
-    let mut c = LlmCycle::new(openai(&server)?, CycleConfig::default());
+    let mut c = LlmCycle::new(openai_provider(&server)?, CycleConfig::default());
     c.submit_with_tools("go", &registry).await?;
     let description = server.requests()[0]["tools"][0]["function"]["description"].clone();
     assert_eq!(
@@ -233,7 +213,7 @@ async fn input_examples_go_where_each_provider_takes_them() -> anyhow::Result<()
     );
     // Anthropic with the beta field: `input_examples`, and the beta header.
     let server = Scripted::start(anthropic_turns()).await?;
-    let provider = anthropic(&server)?.with_input_examples_field()?;
+    let provider = anthropic_provider(&server)?.with_input_examples_field()?;
     let mut c = LlmCycle::new(provider, CycleConfig::default());
     c.submit_with_tools("go", &registry).await?;
     let tool = server.requests()[0]["tools"][0].clone();
@@ -250,7 +230,7 @@ async fn input_examples_go_where_each_provider_takes_them() -> anyhow::Result<()
     );
     // Anthropic without it: folded, as for OpenAI; no beta header.
     let server = Scripted::start(anthropic_turns()).await?;
-    let mut c = LlmCycle::new(anthropic(&server)?, CycleConfig::default());
+    let mut c = LlmCycle::new(anthropic_provider(&server)?, CycleConfig::default());
     c.submit_with_tools("go", &registry).await?;
     let tool = server.requests()[0]["tools"][0].clone();
     assert!(tool.get("input_examples").is_none());

@@ -2,23 +2,21 @@
 //! real loop against a scripted server: rewrite, rename, skip and stop, decided with the
 //! conversation in view; the history shows what ran.
 
-use std::time::Duration;
-
 use serde_json::json;
 use toolhost_llm::{
     CallDecision, CallHook, ChatMessage, CycleConfig, InvalidToolCallAction, InvalidToolCallPolicy,
-    LlmCycle, LlmError, OpenAiProvider, RetryPolicy,
+    LlmCycle, LlmError,
 };
 
 use crate::support::*;
 
-fn provider(s: &Scripted) -> anyhow::Result<OpenAiProvider> {
-    Ok(
-        OpenAiProvider::without_key(&s.base_url, "scripted")?.with_retry(RetryPolicy {
-            initial_backoff: Duration::ZERO,
-            ..RetryPolicy::default()
-        }),
-    )
+/// A cycle against `server` whose calls go through `hook`.
+fn hooked(server: &Scripted, hook: CallHook) -> anyhow::Result<LlmCycle> {
+    let config = CycleConfig {
+        call_hook: Some(hook),
+        ..Default::default()
+    };
+    Ok(LlmCycle::new(openai_provider(server)?, config))
 }
 
 /// Whether the user asked, anywhere in `history`, for `text`.
@@ -57,13 +55,7 @@ async fn the_hook_rewrites_renames_and_skips_with_the_history_in_view() -> anyho
             _ => CallDecision::Run,
         }
     });
-    let mut c = LlmCycle::new(
-        provider(&server)?,
-        CycleConfig {
-            call_hook: Some(hook),
-            ..Default::default()
-        },
-    );
+    let mut c = hooked(&server, hook)?;
     c.submit_with_tools("Add things; no multiplying please.", &registry)
         .await?;
     let answers = assert_history_valid(c.messages());
@@ -93,13 +85,7 @@ async fn the_hook_stops_the_run_and_no_call_of_the_turn_runs() -> anyhow::Result
         },
         _ => CallDecision::Run,
     });
-    let mut c = LlmCycle::new(
-        provider(&server)?,
-        CycleConfig {
-            call_hook: Some(hook),
-            ..Default::default()
-        },
-    );
+    let mut c = hooked(&server, hook)?;
     match c.submit_with_tools("go", &registry).await {
         Err(LlmError::Stopped { reason, messages }) => {
             assert_eq!(reason, "budget spent");
@@ -130,7 +116,7 @@ async fn the_invalid_call_policy_sees_the_history_too() -> anyhow::Result<()> {
         }
     });
     let mut c = LlmCycle::new(
-        provider(&server)?,
+        openai_provider(&server)?,
         CycleConfig {
             invalid_tool_calls: policy,
             ..Default::default()

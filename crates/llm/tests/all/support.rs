@@ -386,3 +386,26 @@ pub async fn start_fakellm(rules: &str) -> anyhow::Result<Option<FakeLlm>> {
     }
     bail!("fakellm did not start on port {port}")
 }
+
+/// An OpenAI provider for `s` that retries at once.
+pub fn openai_provider(s: &Scripted) -> anyhow::Result<toolhost_llm::OpenAiProvider> {
+    Ok(
+        toolhost_llm::OpenAiProvider::without_key(&s.base_url, "scripted")?.with_retry(
+            toolhost_llm::RetryPolicy {
+                initial_backoff: std::time::Duration::ZERO,
+                ..toolhost_llm::RetryPolicy::default()
+            },
+        ),
+    )
+}
+
+/// An Anthropic provider for `s` (it serves `/v1/messages` under the same root), with a
+/// key and no retries.
+pub fn anthropic_provider(s: &Scripted) -> anyhow::Result<toolhost_llm::AnthropicProvider> {
+    let base = s.base_url.trim_end_matches("/v1");
+    Ok(
+        toolhost_llm::AnthropicProvider::without_key(base, "claude-test")?
+            .with_api_key("sk-ant-test")?
+            .with_retry(toolhost_llm::RetryPolicy::none()),
+    )
+}

@@ -128,35 +128,22 @@ async fn streamable_http_mode() {
     client.close().await.unwrap();
 }
 
-/// A client of server-everything under the configured name `name`, connected.
-async fn connected(name: &str) -> Option<McpClient> {
-    let script = support::everything()?;
-    let client = McpClient::new(name, support::node(&script, &["stdio"])).with_timeout(20);
-    client.connect().await.unwrap();
-    Some(client)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn into_tools_lists_by_itself_when_nothing_was_listed() {
-    let Some(client) = connected("listed").await else {
+    let Some(client) = support::everything_client("listed").await else {
         return;
     };
     // No `list_tools` first: the adapters still come, and answer.
     let tools = client.clone().into_tools();
     let registry = ToolRegistry::new();
     registry.register_all(tools).unwrap();
-    let out = registry
-        .invoke_recorded("get-sum", json!({"a": 40, "b": 2}))
-        .await
-        .output
-        .unwrap();
-    assert!(out.render.contains("42"), "{}", out.render);
+    support::sums_to_42(&registry).await;
     client.close().await.unwrap();
 }
 
 #[tokio::test]
 async fn on_a_current_thread_runtime_into_listed_tools_is_the_way() {
-    let Some(client) = connected("listed").await else {
+    let Some(client) = support::everything_client("listed").await else {
         return;
     };
     // `into_tools` cannot wait here: nothing, with a warning, rather than a panic.

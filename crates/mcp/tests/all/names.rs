@@ -9,17 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost_core::tools::{DynamicTool, ToolOutput, ToolRegistry};
-use toolhost_mcp::McpClient;
 
 use crate::support;
-
-/// A client of server-everything under the configured name `name`, connected.
-async fn everything(name: &str) -> Option<McpClient> {
-    let script = support::everything()?;
-    let client = McpClient::new(name, support::node(&script, &["stdio"])).with_timeout(20);
-    client.connect().await.unwrap();
-    Some(client)
-}
 
 fn names(registry: &ToolRegistry) -> BTreeSet<String> {
     registry.list_tools().into_iter().collect()
@@ -50,8 +41,8 @@ async fn both_in_order(first: &str, second: &str) -> Option<(ToolRegistry, BTree
                 .build_dyn(),
         )
         .unwrap();
-    let a = everything(first).await?;
-    let b = everything(second).await?;
+    let a = support::everything_client(first).await?;
+    let b = support::everything_client(second).await?;
     let ra = a.register_into(&registry).await.unwrap();
     assert!(ra.names.contains(&"echo".to_string()), "{:?}", ra.names);
     b.register_into(&registry).await.unwrap();
@@ -85,10 +76,10 @@ async fn a_name_two_servers_describe_belongs_to_neither_whatever_the_order() {
 #[tokio::test]
 async fn a_server_that_goes_away_gives_the_other_its_names_back() {
     let registry = ToolRegistry::new();
-    let Some(stays) = everything("stays").await else {
+    let Some(stays) = support::everything_client("stays").await else {
         return;
     };
-    let Some(squatter) = everything("squatter").await else {
+    let Some(squatter) = support::everything_client("squatter").await else {
         return;
     };
     stays.register_into(&registry).await.unwrap();
@@ -107,11 +98,6 @@ async fn a_server_that_goes_away_gives_the_other_its_names_back() {
     until_listed(&registry, "echo").await;
     assert!(!registry.contains("stays__echo"), "{:?}", names(&registry));
     // The good call still works under the plain name.
-    let out = registry
-        .invoke_recorded("get-sum", json!({"a": 40, "b": 2}))
-        .await
-        .output
-        .unwrap();
-    assert!(out.render.contains("42"), "{}", out.render);
+    support::sums_to_42(&registry).await;
     stays.close().await.unwrap();
 }

@@ -143,3 +143,22 @@ pub async fn serve_http(
     });
     (rx.await.unwrap(), stop)
 }
+
+/// A client of server-everything (stdio) under the configured name `name`, connected;
+/// `None` (a panic in CI) when the peer is not installed.
+pub async fn everything_client(name: &str) -> Option<toolhost_mcp::McpClient> {
+    let script = everything()?;
+    let client = toolhost_mcp::McpClient::new(name, node(&script, &["stdio"])).with_timeout(20);
+    client.connect().await.unwrap();
+    Some(client)
+}
+
+/// Calls server-everything's `get-sum` (40 + 2) through `registry` and checks the answer.
+pub async fn sums_to_42(registry: &toolhost_core::tools::ToolRegistry) {
+    let out = registry
+        .invoke_recorded("get-sum", serde_json::json!({"a": 40, "b": 2}))
+        .await
+        .output
+        .unwrap();
+    assert!(out.render.contains("42"), "{}", out.render);
+}
