@@ -307,17 +307,26 @@ impl ToolRegistry {
             input: args.clone(),
         });
         // The call's one deadline, owned here: the tool's timeout from now, cut to the
-        // caller's. The tool sees it in its context; a tool that keeps it stops itself
-        // there (its own error says which limit), any other is stopped by this timer.
+        // caller's. A tool that keeps it sees it in its context and stops itself there
+        // (its own error says which limit); any other is stopped by this timer.
         let now = tokio::time::Instant::now();
         let call_deadline = deadline.map_or(now + own, |d| d.min(now + own));
         let timeout = call_deadline.saturating_duration_since(now);
-        let call_ctx = ctx.clone().with_deadline(call_deadline);
+        // A tool that keeps the deadline gets it in its own copy of the context; any
+        // other runs in the caller's context, as it is, under the timer below (no copy
+        // on the native path).
+        let keeper_ctx;
+        let call_ctx = if entry.metadata.keeps_deadline {
+            keeper_ctx = ctx.clone().with_deadline(call_deadline);
+            &keeper_ctx
+        } else {
+            ctx
+        };
         // A WASM tool records the fuel its call used on this span.
         let exec_span =
             tracing::info_span!("execute", toolhost.wasm.fuel_used = tracing::field::Empty);
         let exec = AssertUnwindSafe(tracing::Instrument::instrument(
-            entry.tool.execute(args.clone(), &call_ctx),
+            entry.tool.execute(args.clone(), call_ctx),
             exec_span,
         ))
         .catch_unwind();
