@@ -1,6 +1,8 @@
 //! Small native tools for pipeline and loop tests: `add` and `mul` of two integers.
 
-use toolhost_core::tools::{Tool, ToolContext, ToolError, ToolRegistry};
+use std::sync::Arc;
+
+use toolhost_core::tools::{BaseTool, DynamicTool, Tool, ToolContext, ToolError, ToolRegistry};
 
 /// Arguments of the arithmetic tools.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -49,4 +51,13 @@ pub fn math_registry() -> Result<ToolRegistry, ToolError> {
     r.register(Add.into_dyn())?;
     r.register(Mul.into_dyn())?;
     Ok(r)
+}
+
+/// `boom`: a tool that panics on purpose (message `kaboom`), to show a crash stays one
+/// call's error.
+pub fn panicking() -> Arc<dyn BaseTool> {
+    DynamicTool::builder("boom")
+        .description("Panics on purpose")
+        .handler(|_, _| async { panic!("kaboom") })
+        .build_dyn()
 }

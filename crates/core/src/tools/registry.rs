@@ -407,17 +407,19 @@ impl ToolRegistry {
         out
     }
 
-    /// Whether a listener asked for results' canonical values.
-    fn wants_output(&self) -> bool {
-        read(&self.inner.listeners).iter().any(|l| l.wants_output())
+    fn emit(&self, make: impl FnOnce() -> ToolEvent) {
+        self.emit_wanting(|_| make());
     }
 
-    fn emit(&self, make: impl FnOnce() -> ToolEvent) {
+    /// [`Self::emit`], telling `make` whether a listener asked for results' canonical
+    /// values ([`ToolEventListener::wants_output`]), read under the same lock: nothing
+    /// more is done on a call nobody listens to.
+    fn emit_wanting(&self, make: impl FnOnce(bool) -> ToolEvent) {
         let listeners = read(&self.inner.listeners);
         if listeners.is_empty() && self.inner.events.receiver_count() == 0 {
             return;
         }
-        let ev = make();
+        let ev = make(listeners.iter().any(|l| l.wants_output()));
         for l in listeners.iter() {
             l.on_event(&ev);
         }

@@ -209,13 +209,7 @@ async fn caller_cancellation_stops_the_call() {
 #[tokio::test]
 async fn a_panicking_tool_becomes_an_error_and_others_still_work() {
     let reg = ToolRegistry::new();
-    reg.register(
-        DynamicTool::builder("boom")
-            .description("Panics on purpose")
-            .handler(|_, _| async { panic!("kaboom") })
-            .build_dyn(),
-    )
-    .unwrap();
+    reg.register(toolhost_testkit::tools::panicking()).unwrap();
     reg.register(counting_tool("echo", vec![], Arc::default()))
         .unwrap();
     let inv = reg.invoke_recorded("boom", json!({})).await;

@@ -700,12 +700,7 @@ async fn a_panicking_tool_is_told_apart_on_the_event_stream() -> anyhow::Result<
     ])
     .await?;
     let registry = math_registry()?;
-    registry.register(
-        DynamicTool::builder("boom")
-            .description("Panics on purpose")
-            .handler(|_, _| async { panic!("kaboom") })
-            .build_dyn(),
-    )?;
+    registry.register(toolhost_testkit::tools::panicking())?;
     let mut c = cycle(&server)?;
     let mut completed = Vec::new();
     {

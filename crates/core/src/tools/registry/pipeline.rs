@@ -196,9 +196,7 @@ impl ToolRegistry {
         if let Some(entry) = &entry {
             entry.stats.record(output.is_ok(), duration);
         }
-        // Asked before `emit` takes the listeners' lock (not again under it).
-        let wants_output = self.wants_output();
-        self.emit(|| ToolEvent::Completed {
+        self.emit_wanting(|wants_output| ToolEvent::Completed {
             call_id: call_id.clone(),
             invocation,
             tool: name.clone(),
