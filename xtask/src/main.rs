@@ -15,6 +15,11 @@
 //! - `cargo xtask env`: prints, as shell `export` lines, the variables `cargo xtask test`
 //!   gives the tests (where the plugins and peers are), so that one test can be run alone:
 //!   `eval "$(cargo xtask env)" && cargo test -p toolhost-cli --test all serve::`.
+//! - `cargo xtask bench`: the per-call side-by-side of `serve` (`cli/benches/serve_path.rs`:
+//!   the pipe floor, `serve --stdio` with and without the audit, server-everything, and
+//!   `serve` wrapping it, two sweeps, same-run ratios), then `serve --http` at 1, 8 and 64
+//!   clients (`cli/benches/http_throughput.rs`). Not a test: `cargo xtask test` never runs
+//!   it, and its figures go into `docs/benchmarks.md` by hand.
 //! - `cargo xtask soak [CALLS]`: the soak of `cli/tests/all/soak.rs` alone, one transport at a
 //!   time, with its figures printed (`cargo xtask test` runs it too, with 100 000 calls).
 
@@ -49,6 +54,7 @@ fn main() -> ExitCode {
             print_env();
             Ok(())
         }
+        "bench" => bench(),
         "bench-docs" => bench_docs::run(),
         "bench-peers" => peers_bench::setup(),
         "fuzz" => match rest.first().map(|s| s.parse::<u64>()) {
@@ -71,6 +77,7 @@ fn main() -> ExitCode {
                  lint      cargo fmt --check and cargo clippy -D warnings\n  \
                  peers     install the test peers (npm, PyPI, Debian docker-registry + minisign)\n  \
                  env       print the tests' environment as `export` lines (eval it to run one test)\n  \
+                 bench     serve's per-call side-by-side (floor, audit, server-everything, gateway) and HTTP throughput\n  \
                  bench-docs  rebuild docs/benchmarks.md from docs/benchmarks/*.md\n  \
                  bench-peers install the benchmarks' own peers (hyper-mcp + its add plugin, the tool-search catalogue)\n  \
                  fuzz      run every cargo-fuzz target of fuzz/ briefly (default 20 s each)\n  \
@@ -214,6 +221,24 @@ fn lint() -> Result {
 }
 
 /// Runs the soak test file alone, transports one after the other, printing its figures.
+/// `cargo xtask bench`: the plugins and peers the benchmarks need, then `serve_path` and
+/// `http_throughput`, each printing its table (see the module docs).
+fn bench() -> Result {
+    plugins::build_all()?;
+    // server-everything and Python (serve_path), HAProxy (http_throughput's replicas).
+    peers_mcp::setup()?;
+    peers_dist::setup()?;
+    for bench in ["serve_path", "http_throughput"] {
+        step(&format!("cargo bench -p toolhost-cli --bench {bench}"));
+        let mut cmd = Command::new(cargo());
+        cmd.current_dir(root())
+            .args(["bench", "-p", "toolhost-cli", "--bench", bench])
+            .envs(test_env());
+        run(&mut cmd)?;
+    }
+    Ok(())
+}
+
 fn soak(calls: Option<u64>) -> Result {
     let plugins_dir = plugins::build_all()?;
     step("cargo test -p toolhost-cli --test all soak::");
