@@ -265,6 +265,10 @@ fn complete_result_type(result_type: &mut Option<ResultType>) {
     result_type.get_or_insert(ResultType::COMPLETE);
 }
 
+// rmcp spawns every request's handler as a task of its own, and the handler's future is
+// as large as the largest of these methods' futures: each method boxes what it awaits of
+// the pipeline, the gateway or the rounds, so the task copied at each spawn stays small
+// (docs/benchmarks.md, "serve's per-call path").
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         // Long tool calls as tasks (server/tasks.rs).
@@ -307,7 +311,7 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         if self.registry.is_loading() && !self.list_wait.is_zero() {
             let started = std::time::Instant::now();
-            let done = tokio::time::timeout(self.list_wait, self.registry.loaded())
+            let done = tokio::time::timeout(self.list_wait, Box::pin(self.registry.loaded()))
                 .await
                 .is_ok();
             tracing::debug!(
@@ -375,9 +379,11 @@ impl ServerHandler for McpServer {
             }
         }
         let span = self.request_span("tools/call", &request.name, &context);
-        self.call_tool_traced(request, context)
-            .instrument(span)
-            .await
+        // Boxed: the call's future (the pipeline, the sandbox's instantiation) is tens of
+        // kilobytes, and rmcp spawns every request's handler as a task of its own; inline,
+        // all of it would be copied into the task at each spawn (docs/benchmarks.md,
+        // "serve's per-call path").
+        Box::pin(self.call_tool_traced(request, context).instrument(span)).await
     }
 
     async fn get_task(
@@ -414,7 +420,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let items = match &self.gateway {
-            Some(g) => g.list_resources().await,
+            Some(g) => Box::pin(g.list_resources()).await,
             None => Vec::new(),
         };
         let mut items = items;
@@ -428,7 +434,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let items = match &self.gateway {
-            Some(g) => g.list_resource_templates().await,
+            Some(g) => Box::pin(g.list_resource_templates()).await,
             None => Vec::new(),
         };
         let mut items = items;
@@ -442,17 +448,19 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let gateway = self.gateway_or_not_found("resources/read")?;
-        let mut result = gateway.read_resource(&request.uri).await.map_err(|e| {
-            // A resource that is not there: `data.uri` names the client's URI back
-            // (SEP-2164); the wrapped server's own `data` never passes (unbounded).
-            let mut e = ErrorData::from(e);
-            if e.code == rmcp::model::ErrorCode::RESOURCE_NOT_FOUND
-                || e.code == rmcp::model::ErrorCode::INVALID_PARAMS
-            {
-                e.data = Some(json!({ "uri": request.uri }));
-            }
-            e
-        })?;
+        let mut result = Box::pin(gateway.read_resource(&request.uri))
+            .await
+            .map_err(|e| {
+                // A resource that is not there: `data.uri` names the client's URI back
+                // (SEP-2164); the wrapped server's own `data` never passes (unbounded).
+                let mut e = ErrorData::from(e);
+                if e.code == rmcp::model::ErrorCode::RESOURCE_NOT_FOUND
+                    || e.code == rmcp::model::ErrorCode::INVALID_PARAMS
+                {
+                    e.data = Some(json!({ "uri": request.uri }));
+                }
+                e
+            })?;
         complete_result_type(&mut result.result_type);
         Ok(ReadResourceResponse::Complete(result))
     }
@@ -464,10 +472,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let gateway = self.gateway_or_not_found("resources/subscribe")?;
-        self.session
-            .gateway
-            .subscribe(gateway, &request.uri)
-            .await?;
+        Box::pin(self.session.gateway.subscribe(gateway, &request.uri)).await?;
         Ok(())
     }
 
@@ -478,10 +483,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let gateway = self.gateway_or_not_found("resources/unsubscribe")?;
-        self.session
-            .gateway
-            .unsubscribe(gateway, &request.uri)
-            .await?;
+        Box::pin(self.session.gateway.unsubscribe(gateway, &request.uri)).await?;
         Ok(())
     }
 
@@ -491,7 +493,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let items = match &self.gateway {
-            Some(g) => g.list_prompts().await,
+            Some(g) => Box::pin(g.list_prompts()).await,
             None => Vec::new(),
         };
         let mut items = items;
@@ -516,7 +518,7 @@ impl ServerHandler for McpServer {
             let client =
                 crate::DownstreamClient::new(context.peer.clone(), self.session.id.clone());
             let ctx = prompt_ctx(client, context.ct.child_token());
-            let mut result = gateway.get_prompt_in(request, &ctx).await?;
+            let mut result = Box::pin(gateway.get_prompt_in(request, &ctx)).await?;
             complete_result_type(&mut result.result_type);
             return Ok(GetPromptResponse::Complete(result));
         }
@@ -525,24 +527,23 @@ impl ServerHandler for McpServer {
         let who = identity(&context);
         let binding = rounds::binding(who.id(), "prompts/get", &request.name, &args);
         let capabilities = context.meta.client_capabilities().unwrap_or_default();
-        let step = rounds
-            .run(
-                binding,
-                state.as_deref(),
-                responses.as_ref(),
-                capabilities,
-                &self.session.id,
-                who.id(),
-                &context.ct,
-                |client, cancel| {
-                    let ctx = prompt_ctx(client, cancel);
-                    async move {
-                        let result = gateway.get_prompt_in(request, &ctx).await?;
-                        Ok(ServerResult::GetPromptResult(result))
-                    }
-                },
-            )
-            .await?;
+        let step = Box::pin(rounds.run(
+            binding,
+            state.as_deref(),
+            responses.as_ref(),
+            capabilities,
+            &self.session.id,
+            who.id(),
+            &context.ct,
+            |client, cancel| {
+                let ctx = prompt_ctx(client, cancel);
+                async move {
+                    let result = Box::pin(gateway.get_prompt_in(request, &ctx)).await?;
+                    Ok(ServerResult::GetPromptResult(result))
+                }
+            },
+        ))
+        .await?;
         match step {
             rounds::Step::Done(done) => match *done {
                 ServerResult::GetPromptResult(mut r) => {
@@ -564,7 +565,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let mut result = match &self.gateway {
-            Some(g) => g.complete(request).await?,
+            Some(g) => Box::pin(g.complete(request)).await?,
             None => CompleteResult::default(),
         };
         complete_result_type(&mut result.result_type);
@@ -579,7 +580,7 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         self.session.gateway.set_level(request.level);
         if let Some(g) = &self.gateway {
-            g.set_level(request.level).await;
+            Box::pin(g.set_level(request.level)).await;
         }
         Ok(())
     }
@@ -638,7 +639,12 @@ impl ServerHandler for McpServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        listen::forward_changes(&self.registry, self.gateway.as_ref(), context).await;
+        Box::pin(listen::forward_changes(
+            &self.registry,
+            self.gateway.as_ref(),
+            context,
+        ))
+        .await;
         Ok(())
     }
 }
