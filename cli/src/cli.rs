@@ -177,19 +177,19 @@ pub fn init_tracing(verbose: u8, quiet: bool) -> Option<toolhost::telemetry::Tra
     // (debug) and the string arguments of each WASI call, a URL path for one (trace).
     // Those loggers are capped whatever the level asked for, so a secret never reaches
     // the log; the guest's output is logged, redacted, under `toolhost::guest`
-    // (docs/secrets.md).
-    let filter = [
-        "wasmtime_wasi=debug",
-        "wasmtime_wasi_http=debug",
-        "wasmtime_wasi::p2::write_stream=info",
-    ]
-    .into_iter()
-    .filter_map(|d| d.parse().ok())
-    .fold(filter, tracing_subscriber::EnvFilter::add_directive);
+    // (docs/secrets.md). A cap is a second filter both must pass, never a directive of
+    // the level filter: a directive would also *raise* them to `debug` under the default
+    // `warn`, and every WASI call of every tool call would then build a span nobody
+    // prints.
+    let caps = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing::level_filters::LevelFilter::TRACE)
+        .with_target("wasmtime_wasi", tracing::Level::DEBUG)
+        .with_target("wasmtime_wasi_http", tracing::Level::DEBUG)
+        .with_target("wasmtime_wasi::p2::write_stream", tracing::Level::INFO);
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(term::LogWriter)
         .with_ansi(term::stderr_colours())
-        .with_filter(filter);
+        .with_filter(tracing_subscriber::filter::FilterExt::and(filter, caps));
     let traces = match toolhost::telemetry::Traces::from_env() {
         Ok(t) => t,
         Err(e) => {
