@@ -12,11 +12,15 @@
 //!   `audit.jsonl.{keep}` (the oldest is overwritten), ..., `audit.jsonl` becomes
 //!   `audit.jsonl.1`, and a new `audit.jsonl` is started. A record is never split across
 //!   files; a single record larger than `max_bytes` gets a file of its own.
-//! - Several processes may share the file (`serve` and `chat` by default do): the size
-//!   is read from the open file before each record, and a writer whose file was already
-//!   rotated away by another one (or moved by logrotate) reopens the path instead of
-//!   rotating again. Nothing is lost; files may then hold a little more than
-//!   `max_bytes`.
+//! - Several processes may share the file (`serve` and `chat` by default do). A writer
+//!   counts what it appends itself and reads the file's real size (`fstat`) only when its
+//!   count says the next record could take the file over `max_bytes`, and at least every
+//!   [`STAT_EVERY`] records, so the other writers' records are seen too. One `fstat` per
+//!   record was a sixth of a record's cost (docs/benchmarks.md, "serve's per-call
+//!   path"). A writer whose file was already rotated away by another one (or moved by
+//!   logrotate) reopens the path instead of rotating again. Nothing is lost; with
+//!   several writers a file may hold a little more than `max_bytes` (at most the other
+//!   writers' records since the last `fstat`).
 //! - A write error (disk full, folder removed) is returned; the next record reopens the
 //!   file. A line left incomplete by a failed write is ended with a newline first, so
 //!   the next record starts on a line of its own.
@@ -29,6 +33,9 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 /// Default number of rotated files kept (`audit.jsonl.1` .. `audit.jsonl.5`).
 pub const DEFAULT_KEEP: usize = 5;
+/// Most records appended between two readings of the file's real size (see the module
+/// docs: the other writers' records are counted at the latest then).
+pub const STAT_EVERY: u32 = 64;
 
 /// An append-only file rotated by size (see the module docs).
 #[derive(Debug)]
@@ -37,6 +44,13 @@ pub struct RotatingFile {
     max_bytes: u64,
     keep: usize,
     file: Option<File>,
+    /// The file's size as this writer knows it: read at the last `fstat`, plus what it
+    /// appended since.
+    len: u64,
+    /// Records appended since the last `fstat`.
+    unstatted: u32,
+    /// The line being written (kept to save an allocation per record).
+    buf: Vec<u8>,
 }
 
 impl RotatingFile {
@@ -48,11 +62,15 @@ impl RotatingFile {
             create_private_dir(dir)?;
         }
         let file = open_append(&path)?;
+        let len = file.metadata()?.len();
         Ok(Self {
             path,
             max_bytes: max_bytes.max(1),
             keep,
             file: Some(file),
+            len,
+            unstatted: 0,
+            buf: Vec::new(),
         })
     }
 
@@ -69,12 +87,17 @@ impl RotatingFile {
     /// Appends `line` and a newline, rotating first when the file is full.
     pub fn append(&mut self, line: &str) -> std::io::Result<()> {
         let need = line.len() as u64 + 1;
-        let mut file = match self.file.take() {
-            Some(f) => f,
-            None => open_append(&self.path)?,
+        let (mut file, fresh) = match self.file.take() {
+            Some(f) => (f, false),
+            None => (open_append(&self.path)?, true),
         };
-        let len = file.metadata()?.len();
-        if len > 0 && len.saturating_add(need) > self.max_bytes {
+        // The real size only when it can matter (module docs): a fresh file, a full one
+        // by this writer's count, or STAT_EVERY records since the last look.
+        if fresh || self.unstatted >= STAT_EVERY || self.len.saturating_add(need) > self.max_bytes {
+            self.len = file.metadata()?.len();
+            self.unstatted = 0;
+        }
+        if self.len > 0 && self.len.saturating_add(need) > self.max_bytes {
             file = if same_file(&file, &self.path) {
                 drop(file);
                 self.rotate()?;
@@ -83,12 +106,19 @@ impl RotatingFile {
                 // Another writer rotated it (or it was moved away): follow the path.
                 open_append(&self.path)?
             };
+            self.len = file.metadata()?.len();
         }
-        let mut buf = Vec::with_capacity(line.len() + 1);
-        buf.extend_from_slice(line.as_bytes());
-        buf.push(b'\n');
-        // On error the file is dropped; the next record reopens it.
-        file.write_all(&buf)?;
+        self.buf.clear();
+        self.buf.extend_from_slice(line.as_bytes());
+        self.buf.push(b'\n');
+        // On error the file is dropped; the next record reopens it (and reads its size).
+        file.write_all(&self.buf)?;
+        // A long line is not kept: the buffer stays at most a typical record's size.
+        if self.buf.capacity() > 64 * 1024 {
+            self.buf = Vec::new();
+        }
+        self.len += need;
+        self.unstatted += 1;
         self.file = Some(file);
         Ok(())
     }
@@ -204,6 +234,53 @@ mod tests {
         assert_eq!(read(f.rotated_path(1)), "{\"n\":08,\"pad\":1}\n");
         assert_eq!(read(f.rotated_path(2)), "{\"n\":07,\"pad\":1}\n");
         assert!(!f.rotated_path(3).exists());
+    }
+
+    /// Two writers of one file, as `serve` and `chat` are: each counts its own records
+    /// and reads the real size only now and then, yet no record is lost or split, and no
+    /// file outgrows `max_bytes` by more than the other writer's records between two
+    /// readings.
+    #[test]
+    fn two_writers_share_a_file_and_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared.jsonl");
+        let max = 2_000;
+        let mut a = RotatingFile::open(&path, max, 100).unwrap();
+        let mut b = RotatingFile::open(&path, max, 100).unwrap();
+        for i in 0..300 {
+            // 19 bytes and the newline each; `n` is a string (JSON numbers have no leading zeros).
+            a.append(&format!("{{\"w\":\"a\",\"n\":\"{i:03}\"}}"))
+                .unwrap();
+            b.append(&format!("{{\"w\":\"b\",\"n\":\"{i:03}\"}}"))
+                .unwrap();
+        }
+        let mut lines = Vec::new();
+        for n in 0..=100 {
+            let p = if n == 0 {
+                path.clone()
+            } else {
+                a.rotated_path(n)
+            };
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            let overshoot = u64::from(STAT_EVERY) * 20;
+            assert!(
+                text.len() as u64 <= max + overshoot,
+                "{} holds {} bytes",
+                p.display(),
+                text.len()
+            );
+            lines.extend(text.lines().map(str::to_string));
+        }
+        assert_eq!(lines.len(), 600, "every record is somewhere");
+        for line in &lines {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(v["n"].is_string(), "{line}");
+        }
+        let files = (1..=100).filter(|n| a.rotated_path(*n).exists()).count();
+        // 12,000 bytes in files of 2,000 (a little more with two writers).
+        assert!(files >= 3, "the file was rotated ({files} rotated files)");
     }
 
     #[cfg(unix)]
