@@ -16,13 +16,17 @@
 //! `cargo xtask bench-peers`; parts whose inputs are missing are skipped with a message.
 //! Run: `cargo bench -p toolhost-cli --bench mcp`.
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "support/raw.rs"]
+mod raw;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use raw::{Raw, Stats, stats, time_calls};
+
 use criterion::Criterion;
-use serde_json::{Value, json};
+use serde_json::json;
 use toolhost::tools::{DynamicTool, McpClient, McpTransport, ToolOutput, ToolRegistry};
 
 /// server-everything's entry script (`cargo xtask peers`).
@@ -115,118 +119,6 @@ fn criterion_part(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         eprintln!("skipping get-sum: run `cargo xtask peers`");
     }
     g.finish();
-}
-
-/// A raw JSON-RPC line client over a child's stdio.
-struct Raw {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    line: String,
-}
-
-impl Raw {
-    fn spawn(cmd: &mut Command) -> std::io::Result<Self> {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| std::io::Error::other("stdin"))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| std::io::Error::other("stdout"))?;
-        Ok(Self {
-            child,
-            stdin,
-            stdout: BufReader::new(stdout),
-            line: String::new(),
-        })
-    }
-
-    fn send(&mut self, v: &Value) -> std::io::Result<()> {
-        let mut s = v.to_string();
-        s.push('\n');
-        self.stdin.write_all(s.as_bytes())?;
-        self.stdin.flush()
-    }
-
-    /// Reads lines until one carries `id` (skipping notifications).
-    fn recv_id(&mut self, id: i64) -> std::io::Result<Value> {
-        loop {
-            self.line.clear();
-            if self.stdout.read_line(&mut self.line)? == 0 {
-                return Err(std::io::Error::other("EOF"));
-            }
-            if let Ok(v) = serde_json::from_str::<Value>(&self.line)
-                && v["id"] == json!(id)
-            {
-                return Ok(v);
-            }
-        }
-    }
-
-    fn request(&mut self, id: i64, method: &str, params: Value) -> std::io::Result<Value> {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        self.recv_id(id)
-    }
-
-    fn handshake(&mut self) -> std::io::Result<()> {
-        self.request(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
-        )?;
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[derive(Debug)]
-struct Stats {
-    median: Duration,
-    p99: Duration,
-    n: usize,
-}
-
-fn stats(mut v: Vec<Duration>) -> Stats {
-    v.sort();
-    let n = v.len();
-    Stats {
-        median: v[n / 2],
-        p99: v[(n * 99 / 100).min(n - 1)],
-        n,
-    }
-}
-
-/// 300 warm-up then 1500 timed sequential `tools/call`s.
-fn time_calls(raw: &mut Raw, tool: &str, args: Value) -> std::io::Result<Stats> {
-    let mut id = 1;
-    for _ in 0..300 {
-        raw.request(id, "tools/call", json!({"name": tool, "arguments": args}))?;
-        id += 1;
-    }
-    let mut samples = Vec::with_capacity(1500);
-    for _ in 0..1500 {
-        let t = Instant::now();
-        let r = raw.request(id, "tools/call", json!({"name": tool, "arguments": args}))?;
-        samples.push(t.elapsed());
-        if r.get("error").is_some() || r["result"]["isError"] == json!(true) {
-            return Err(std::io::Error::other(format!("call failed: {r}")));
-        }
-        id += 1;
-    }
-    Ok(stats(samples))
 }
 
 /// The echo responder: `cat` sends each request line back; the "reply" has the same id.
