@@ -19,7 +19,8 @@
 //! Needs `cargo xtask plugins` (target/plugins/calc.wasm) and `cargo xtask peers`
 //! (server-everything); a missing one is reported and its rows are skipped.
 //! Run: `cargo bench -p toolhost-cli --bench http_throughput` (optionally `-- SECONDS` for the
-//! measured window of each setting, default 5).
+//! measured window of each setting, default 5). `HTTP_THROUGHPUT_TOOLHOST=PATH` runs another
+//! `toolhost` binary for the serve rows (to compare the builds of two commits).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -271,7 +272,12 @@ fn spawn_toolhost(calc: &Path, dir: &Path, port: u16, config: &str) -> Result<Pe
     std::fs::create_dir_all(&plugins)?;
     std::fs::copy(calc, plugins.join("calc.wasm"))?;
     std::fs::write(dir.join("toolhost.toml"), config)?;
-    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    // `HTTP_THROUGHPUT_TOOLHOST=PATH`: another build (of another commit), to compare two
+    // builds in one session.
+    let bin = std::env::var_os("HTTP_THROUGHPUT_TOOLHOST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_toolhost")));
+    let child = Command::new(bin)
         .args(["serve", "--http", &format!("127.0.0.1:{port}")])
         .arg("--config")
         .arg(dir.join("toolhost.toml"))
