@@ -428,11 +428,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        // Calls of tools not loaded yet waited until here.
-        drop(loading);
+        // The wrapped servers join the gateway before the load ends: lists of resources
+        // and prompts sent meanwhile waited for it, and must then see them.
         for client in report.mcp_clients {
             upstreams.add(client).await;
         }
+        // Calls of tools not loaded yet, and first lists, waited until here.
+        drop(loading);
         if let Some(watch) = watch {
             watch
                 .run(

@@ -12,6 +12,7 @@ mod deploy;
 mod discovery;
 mod elicit_terminal;
 mod evals;
+mod gateway_lists;
 mod langs;
 mod lifecycle;
 mod lint;

@@ -22,7 +22,8 @@
 //!   `notifications/initialized` (tools loading in the background) is announced too.
 //! - `tools/call` of a tool the registry is still loading waits for it (the registry's
 //!   pending loads, `ToolRegistry::begin_loading`).
-//! - `tools/list` while loads are pending waits for them, up to [`DEFAULT_LIST_WAIT`]
+//! - `tools/list` (and `resources/list`, `resources/templates/list`, `prompts/list`)
+//!   while loads are pending waits for them, up to [`DEFAULT_LIST_WAIT`]
 //!   ([`McpServer::with_list_wait`]): many clients list tools once and never again,
 //!   whatever `list_changed` says, so a list answered in the first milliseconds of a start
 //!   from a warm compile cache must not be partial. Only a load that takes longer (a cold
@@ -265,6 +266,28 @@ fn complete_result_type(result_type: &mut Option<ResultType>) {
     result_type.get_or_insert(ResultType::COMPLETE);
 }
 
+impl McpServer {
+    /// While loads are pending (the plugins, the wrapped servers and what they offer),
+    /// a list waits for them up to the list wait ([`McpServer::with_list_wait`]): tools,
+    /// resources, resource templates and prompts alike, so a client that lists once
+    /// right after `initialize` is not answered with a partial list.
+    async fn wait_for_load(&self, method: &'static str) {
+        if !self.registry.is_loading() || self.list_wait.is_zero() {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let done = tokio::time::timeout(self.list_wait, Box::pin(self.registry.loaded()))
+            .await
+            .is_ok();
+        tracing::debug!(
+            method,
+            waited_ms = started.elapsed().as_millis() as u64,
+            complete = done,
+            "a list waited for what is still loading"
+        );
+    }
+}
+
 // rmcp spawns every request's handler as a task of its own, and the handler's future is
 // as large as the largest of these methods' futures: each method boxes what it awaits of
 // the pipeline, the gateway or the rounds, so the task copied at each spawn stays small
@@ -309,17 +332,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        if self.registry.is_loading() && !self.list_wait.is_zero() {
-            let started = std::time::Instant::now();
-            let done = tokio::time::timeout(self.list_wait, Box::pin(self.registry.loaded()))
-                .await
-                .is_ok();
-            tracing::debug!(
-                waited_ms = started.elapsed().as_millis() as u64,
-                complete = done,
-                "tools/list waited for the tools still loading"
-            );
-        }
+        self.wait_for_load("tools/list").await;
         // A configured client sees only the tools its `tools` globs name.
         let who = identity(&context);
         let mut tools: Vec<Tool> = self
@@ -419,6 +432,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        self.wait_for_load("resources/list").await;
         let items = match &self.gateway {
             Some(g) => Box::pin(g.list_resources()).await,
             None => Vec::new(),
@@ -433,6 +447,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.wait_for_load("resources/templates/list").await;
         let items = match &self.gateway {
             Some(g) => Box::pin(g.list_resource_templates()).await,
             None => Vec::new(),
@@ -492,6 +507,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        self.wait_for_load("prompts/list").await;
         let items = match &self.gateway {
             Some(g) => Box::pin(g.list_prompts()).await,
             None => Vec::new(),
