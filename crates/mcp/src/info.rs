@@ -1,5 +1,5 @@
 //! What an MCP server tells us, as plain data: [`McpToolInfo`] (a tool as the server lists
-//! it: title, icons, schemas, [`McpToolAnnotations`]), the conversion of a `tools/call`
+//! it: title, icons, schemas, [`McpToolAnnotations`], its bounded `_meta`), the conversion of a `tools/call`
 //! result into a [`ToolOutput`] (its content blocks kept, `structuredContent` as the
 //! canonical value), and the registry-safe form of a server's tool name.
 //!
@@ -58,10 +58,14 @@ pub struct McpToolInfo {
     pub icons: Vec<Icon>,
     /// `annotations`, if any.
     pub annotations: Option<McpToolAnnotations>,
+    /// `_meta`, bounded ([`crate::meta::meta_from_mcp`]): passed on in `tools/list`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, Value>>,
 }
 
 impl From<rmcp::model::Tool> for McpToolInfo {
     fn from(t: rmcp::model::Tool) -> Self {
+        let meta = crate::meta::meta_from_mcp(t.meta.as_ref().map(|m| &m.0), &t.name);
         McpToolInfo {
             name: t.name.to_string(),
             title: t.title,
@@ -76,6 +80,7 @@ impl From<rmcp::model::Tool> for McpToolInfo {
                 idempotent: a.idempotent_hint,
                 open_world: a.open_world_hint,
             }),
+            meta,
         }
     }
 }

@@ -54,6 +54,8 @@ pub mod form;
 pub mod gateway;
 #[cfg(feature = "runtime")]
 pub mod info;
+#[cfg(feature = "runtime")]
+pub mod meta;
 /// OAuth logins to HTTP servers, from their own crate.
 #[cfg(feature = "runtime")]
 pub use toolhost_oauth as oauth;

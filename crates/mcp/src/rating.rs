@@ -116,6 +116,7 @@ mod tests {
             output_schema: None,
             icons: Vec::new(),
             annotations,
+            meta: None,
         }
     }
 

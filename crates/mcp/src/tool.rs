@@ -112,6 +112,7 @@ impl BaseTool for McpTool {
             keeps_deadline: true,
             // MCP tool definitions carry no examples.
             input_examples: Vec::new(),
+            meta: self.info.meta.clone(),
         }
     }
 

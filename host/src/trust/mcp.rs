@@ -10,8 +10,8 @@ use crate::tools::ToolRegistry;
 
 /// The definition of an MCP server's tool, as the lock pins it and lint reads it: all a
 /// client or model is shown (its own name, the description, the input schema, the
-/// permissions its annotations map to, and its title, annotations' title, output schema
-/// and icons).
+/// permissions its annotations map to, and its title, annotations' title, output schema,
+/// icons and `_meta`).
 pub fn mcp_tool_def(info: &crate::mcp::McpToolInfo) -> ToolDef {
     ToolDef::new(
         info.name.clone(),
@@ -30,6 +30,7 @@ pub fn mcp_tool_def(info: &crate::mcp::McpToolInfo) -> ToolDef {
         info.output_schema.clone(),
         info.icons.iter().map(|i| i.src.clone()).collect(),
     )
+    .with_meta(info.meta.clone().map(serde_json::Value::Object))
 }
 
 /// An MCP tool that is not offered, and why.

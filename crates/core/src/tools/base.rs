@@ -147,6 +147,12 @@ pub struct ToolMetadata {
     /// [`MAX_INPUT_EXAMPLES`](crate::tools::MAX_INPUT_EXAMPLES).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input_examples: Vec<Value>,
+    /// The `_meta` of the source's definition, passed on to MCP clients in `tools/list`
+    /// as it is (a wrapped server's tool: `ui.resourceUri` ties it to its MCP App). The
+    /// source bounds it: the MCP client drops toolhost's reserved keys and refuses one
+    /// too large or carrying script URIs (docs/mcp.md, "What passes through").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, Value>>,
 }
 
 /// A display icon of a tool (MCP `Icon`).

@@ -40,6 +40,11 @@ pub struct ShownTool {
     /// The icons' sources (`https:` URLs or `data:image/...`), when the source gives any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub icons: Vec<String>,
+    /// The tool's `_meta` (an MCP App's `ui.resourceUri`, a server's extension fields),
+    /// when the source gives one: a client acts on it, so approval pins it and lint reads
+    /// its strings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 impl ShownTool {
@@ -63,7 +68,14 @@ impl ShownTool {
             annotations_title: None,
             output_schema: None,
             icons: Vec::new(),
+            meta: None,
         }
+    }
+
+    /// With the `_meta` a source gave (`None`: not shown).
+    pub fn with_meta(mut self, meta: Option<Value>) -> Self {
+        self.meta = meta;
+        self
     }
 
     /// With the display title, the annotations' title, the output schema and the icons'
@@ -83,7 +95,7 @@ impl ShownTool {
     }
 
     /// The tool as one JSON value: `name`, `description`, `parameters`, `permissions`,
-    /// and `title`, `annotations.title`, `outputSchema`, `icons` only when given (so a
+    /// and `title`, `annotations.title`, `outputSchema`, `icons`, `_meta` only when given (so a
     /// tool that has none hashes as it did before they were shown).
     pub fn to_value(&self) -> Value {
         let mut v = serde_json::json!({
@@ -104,6 +116,9 @@ impl ShownTool {
             }
             if !self.icons.is_empty() {
                 o.insert("icons".into(), serde_json::json!(self.icons));
+            }
+            if let Some(m) = &self.meta {
+                o.insert("_meta".into(), m.clone());
             }
         }
         v
@@ -141,6 +156,7 @@ impl ShownTool {
         check("parameters", self.parameters == other.parameters);
         check("outputSchema", self.output_schema == other.output_schema);
         check("icons", self.icons == other.icons);
+        check("_meta", self.meta == other.meta);
         check("permissions", self.permissions == other.permissions);
         out
     }
@@ -356,14 +372,29 @@ mod tests {
                 .with_display(None, None, Some(json!({"type": "object"})), vec![]),
             base.clone()
                 .with_display(None, None, None, vec!["https://x.example/i.png".into()]),
+            // An MCP App's link: pinned, so a server cannot point an approved tool at
+            // another view.
+            base.clone()
+                .with_meta(Some(json!({"ui": {"resourceUri": "ui://a/view.html"}}))),
+            base.clone()
+                .with_meta(Some(json!({"ui": {"resourceUri": "ui://a/other.html"}}))),
         ];
         let mut hashes: Vec<String> = variants.iter().map(ShownTool::hash).collect();
         hashes.push(base.hash());
         hashes.sort();
         hashes.dedup();
-        assert_eq!(hashes.len(), 5);
+        assert_eq!(hashes.len(), 7);
         assert_eq!(variants[0].changed_fields(&base), vec!["title"]);
         assert_eq!(variants[2].changed_fields(&base), vec!["outputSchema"]);
+        assert_eq!(variants[5].changed_fields(&variants[4]), vec!["_meta"]);
+        // Lint reads the strings of `_meta` too.
+        let v = variants[4].to_value();
+        assert!(
+            strings(&v)
+                .items
+                .iter()
+                .any(|s| s.text == "ui://a/view.html")
+        );
     }
 
     #[test]

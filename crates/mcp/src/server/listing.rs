@@ -58,6 +58,11 @@ pub(super) fn tool_of(entry: &ToolEntry) -> Tool {
     if let Some(Value::Object(o)) = &meta.output_schema {
         tool = tool.with_raw_output_schema(Arc::new(o.clone()));
     }
+    // The source's `_meta` as it gave it (an MCP App's `ui.resourceUri`); the source
+    // bounded it (crate::meta).
+    if let Some(m) = &meta.meta {
+        tool.meta = Some(rmcp::model::MetaObject(m.clone()));
+    }
     tool
 }
 

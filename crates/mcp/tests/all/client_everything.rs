@@ -172,6 +172,7 @@ async fn a_tool_of_a_client_never_connected_fails_as_not_initialized() {
             read_only: Some(true),
             ..Default::default()
         }),
+        meta: None,
     };
     let registry = ToolRegistry::new();
     registry

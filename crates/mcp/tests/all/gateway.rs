@@ -134,6 +134,33 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         .unwrap();
     let peer = client.peer().clone();
 
+    // Tools' `_meta` passes as the server wrote it (an MCP App's link), without toolhost's
+    // reserved keys and script URIs; a `_meta` of 1,000 keys is refused whole, and its
+    // tool is still listed; one of 10,000 keys makes a definition over the client's
+    // per-tool bound, and that tool is not listed at all.
+    let tools = peer.list_all_tools().await.unwrap();
+    assert!(!tools.iter().any(|t| t.name == "meta_flood"));
+    let meta_of = |name: &str| {
+        let t = tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} not listed"));
+        t.meta
+            .as_ref()
+            .map(|m| serde_json::Value::Object(m.0.clone()))
+    };
+    assert_eq!(
+        meta_of("app_view"),
+        Some(
+            serde_json::json!({"ui": {"resourceUri": "ui://gateway-hostile/view.html", "csp": {"connectDomains": ["https://api.example.com"]}}})
+        )
+    );
+    assert_eq!(meta_of("meta_wide"), None);
+    assert_eq!(
+        meta_of("meta_script"),
+        Some(serde_json::json!({"ui": {}, "links": ["ui://gateway-hostile/ok.html"]}))
+    );
+
     // Endless pagination: bounded per server, and the listing answers.
     let t0 = Instant::now();
     let resources = peer.list_all_resources().await.unwrap();
