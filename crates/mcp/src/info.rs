@@ -92,6 +92,9 @@ pub(crate) fn output_from_result(
     tool: &str,
     r: CallToolResult,
 ) -> Result<ToolOutput, McpClientError> {
+    // The result's `_meta` passes on, bounded (crate::meta).
+    let meta =
+        crate::meta::meta_from_mcp(r.meta.as_ref().map(|m| &m.0), &format!("{server}/{tool}"));
     let blocks: Vec<ContentBlock> = r.content.into_iter().map(block_from_mcp).collect();
     let text = render_blocks(&blocks);
     if r.is_error == Some(true) {
@@ -116,9 +119,11 @@ pub(crate) fn output_from_result(
             } else {
                 text
             };
-            ToolOutput::new(structured, render).with_content(blocks)
+            ToolOutput::new(structured, render)
+                .with_content(blocks)
+                .with_meta(meta)
         }
-        None => ToolOutput::text(text).with_content(blocks),
+        None => ToolOutput::text(text).with_content(blocks).with_meta(meta),
     })
 }
 

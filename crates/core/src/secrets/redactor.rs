@@ -112,7 +112,7 @@ impl Redactor {
     }
 
     /// A tool's output with every secret value replaced: the canonical value, the
-    /// render text and each content block.
+    /// render text, each content block and the `_meta`.
     pub fn output(&self, mut out: ToolOutput) -> ToolOutput {
         if self.is_empty() {
             return out;
@@ -121,6 +121,14 @@ impl Redactor {
         self.string(&mut out.render);
         for block in &mut out.content {
             self.block(block);
+        }
+        if let Some(meta) = out.meta.take() {
+            let mut v = Value::Object(meta);
+            self.value(&mut v);
+            out.meta = match v {
+                Value::Object(m) => Some(m),
+                _ => None,
+            };
         }
         out
     }

@@ -138,11 +138,16 @@ fn the_redactor_replaces_exact_values_longest_first_and_skips_short_ones() {
 }
 
 #[test]
-fn the_redactor_covers_outputs_blocks_and_errors() {
+fn the_redactor_covers_outputs_blocks_meta_and_errors() {
     let r = Redactor::new([("K", "topsecret-42")]);
     let mut out = ToolOutput::new(json!({"echo": "topsecret-42"}), "got topsecret-42");
     out.content = vec![ContentBlock::text("block topsecret-42")];
-    let out = r.output(out);
+    let meta = json!({"ui": {"state": "topsecret-42"}});
+    let out = r.output(out.with_meta(meta.as_object().cloned()));
+    assert_eq!(
+        out.meta.clone().map(serde_json::Value::Object),
+        Some(json!({"ui": {"state": "[redacted: K]"}}))
+    );
     let all = serde_json::to_string(&out).unwrap();
     assert!(!all.contains("topsecret-42"), "{all}");
     assert_eq!(out.render, "got [redacted: K]");

@@ -204,6 +204,11 @@ pub struct ToolOutput {
     /// the whole content). The registry bounds and checks them (pipeline stage 5).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<ContentBlock>,
+    /// The result's `_meta`, passed on to MCP clients as it is (a wrapped server's result:
+    /// data for an MCP App's view, a server's extension fields). Its source bounds it (the
+    /// MCP client: docs/mcp.md, "What passes through").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, Value>>,
 }
 
 impl ToolOutput {
@@ -213,6 +218,7 @@ impl ToolOutput {
             canonical,
             render: render.into(),
             content: Vec::new(),
+            meta: None,
         }
     }
 
@@ -224,12 +230,19 @@ impl ToolOutput {
             canonical: Value::String(render.clone()),
             render,
             content,
+            meta: None,
         }
     }
 
     /// Builder: attaches content blocks, keeping the canonical value and render text.
     pub fn with_content(mut self, content: Vec<ContentBlock>) -> Self {
         self.content = content;
+        self
+    }
+
+    /// Builder: attaches the result's `_meta` (`None`: none).
+    pub fn with_meta(mut self, meta: Option<serde_json::Map<String, Value>>) -> Self {
+        self.meta = meta;
         self
     }
 
@@ -244,6 +257,7 @@ impl ToolOutput {
             canonical,
             render,
             content: Vec::new(),
+            meta: None,
         }
     }
 
@@ -254,6 +268,7 @@ impl ToolOutput {
             canonical: Value::String(text.clone()),
             render: text,
             content: Vec::new(),
+            meta: None,
         }
     }
 }

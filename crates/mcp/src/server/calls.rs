@@ -159,6 +159,8 @@ pub(super) fn success_result(out: ToolOutput, declares_output_schema: bool) -> C
     };
     let mut r = CallToolResult::success(content);
     r.structured_content = Some(structured);
+    // The source's `_meta` as it gave it (bounded by the source: crate::meta).
+    r.meta = out.meta.map(rmcp::model::MetaObject);
     r
 }
 

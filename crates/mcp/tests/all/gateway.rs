@@ -161,6 +161,21 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         Some(serde_json::json!({"ui": {}, "links": ["ui://gateway-hostile/ok.html"]}))
     );
 
+    // A result's `_meta` passes the same way: the view's state, without the forged key
+    // and the script URI; the content and structured content as the server sent them.
+    let shown = peer
+        .call_tool(CallToolRequestParams::new("app_view"))
+        .await
+        .unwrap();
+    assert_eq!(
+        shown.meta.map(|m| serde_json::Value::Object(m.0)),
+        Some(serde_json::json!({"ui": {"viewState": {"page": 2}}}))
+    );
+    assert_eq!(
+        shown.structured_content,
+        Some(serde_json::json!({"shown": true}))
+    );
+
     // Endless pagination: bounded per server, and the listing answers.
     let t0 = Instant::now();
     let resources = peer.list_all_resources().await.unwrap();
