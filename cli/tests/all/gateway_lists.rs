@@ -1,7 +1,8 @@
 //! The first lists of `serve` as a gateway: `resources/list`, `resources/templates/list`
 //! and `prompts/list` sent right after `initialize`, while the wrapped server is still
 //! starting, wait for the load as `tools/list` does, and list what the server offers
-//! directly (server-everything, a server nobody here wrote).
+//! directly (server-everything, a server nobody here wrote). A second `serve` is asked to
+//! read a resource first thing: the read waits for the load too.
 
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
@@ -79,7 +80,24 @@ fn first_lists_right_after_initialize_wait_for_the_wrapped_server() {
     assert_eq!(got[0], want[0], "resources/list through serve");
     assert_eq!(got[1], want[1], "resources/templates/list through serve");
     assert_eq!(got[2], want[2], "prompts/list through serve");
+    // What they list can be read and got.
+    let uri = want[0].iter().next().unwrap();
+    let read = client.request(5, "resources/read", json!({"uri": uri}));
+    assert!(read["result"]["contents"][0]["text"].is_string(), "{read}");
     // And the server's tools are there to call.
     let sum = client.call(4, "get-sum", json!({"a": 2, "b": 3}));
     assert_eq!(sum["result"]["isError"], json!(false), "{sum}");
+    drop(client);
+
+    let mut reader = StdioClient::spawn(
+        Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["serve", "--stdio", "--no-audit", "--config"])
+            .arg(&config)
+            .arg("--plugins")
+            .arg(&plugins)
+            .stderr(Stdio::null()),
+    );
+    reader.initialize("reads-first");
+    let read = reader.request(1, "resources/read", json!({"uri": uri}));
+    assert!(read["result"]["contents"][0]["text"].is_string(), "{read}");
 }

@@ -270,7 +270,8 @@ impl McpServer {
     /// While loads are pending (the plugins, the wrapped servers and what they offer),
     /// a list waits for them up to the list wait ([`McpServer::with_list_wait`]): tools,
     /// resources, resource templates and prompts alike, so a client that lists once
-    /// right after `initialize` is not answered with a partial list.
+    /// right after `initialize` is not answered with a partial list. A resource read and
+    /// a prompt get wait the same way: what they name may be a server's still starting.
     async fn wait_for_load(&self, method: &'static str) {
         if !self.registry.is_loading() || self.list_wait.is_zero() {
             return;
@@ -283,7 +284,7 @@ impl McpServer {
             method,
             waited_ms = started.elapsed().as_millis() as u64,
             complete = done,
-            "a list waited for what is still loading"
+            "a request waited for what is still loading"
         );
     }
 }
@@ -462,6 +463,8 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        // A URI of a server still starting is known once the load is done.
+        self.wait_for_load("resources/read").await;
         let gateway = self.gateway_or_not_found("resources/read")?;
         let mut result = Box::pin(gateway.read_resource(&request.uri))
             .await
@@ -522,6 +525,7 @@ impl ServerHandler for McpServer {
         mut request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        self.wait_for_load("prompts/get").await;
         let gateway = self.gateway_or_not_found("prompts/get")?.clone();
         let state = request.request_state.take();
         let responses = request.input_responses.take();
