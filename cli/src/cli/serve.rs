@@ -455,6 +455,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let mut server = McpServer::new(registry)
         .with_gateway(gateway)
+        .with_initialize_wait(wraps_servers)
         .with_list_wait(args.list_wait)
         .with_list_hints(hints)
         .with_task_support(task_support);

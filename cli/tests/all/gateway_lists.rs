@@ -1,7 +1,8 @@
 //! The first lists of `serve` as a gateway: `resources/list`, `resources/templates/list`
 //! and `prompts/list` sent right after `initialize`, while the wrapped server is still
 //! starting, wait for the load as `tools/list` does, and list what the server offers
-//! directly (server-everything, a server nobody here wrote). A second `serve` is asked to
+//! directly (server-everything, a server nobody here wrote); `initialize` itself waits
+//! (a gateway offers what its servers offer). A second `serve` is asked to
 //! read a resource first thing: the read waits for the load too.
 
 use std::collections::BTreeSet;
@@ -75,7 +76,14 @@ fn first_lists_right_after_initialize_wait_for_the_wrapped_server() {
             .stderr(Stdio::null()),
     );
     // No pause: Node has not even started server-everything when these arrive.
-    client.initialize("first-lists");
+    let init = client.initialize("first-lists");
+    // `initialize` waited for the load too: the wrapped server's instructions are in it.
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("MCP server 'everything'")
+            && instructions.contains("Everything Server"),
+        "{init}"
+    );
     let got = lists(&mut client);
     assert_eq!(got[0], want[0], "resources/list through serve");
     assert_eq!(got[1], want[1], "resources/templates/list through serve");

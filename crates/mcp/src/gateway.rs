@@ -93,6 +93,11 @@ struct Inner {
     subscribers: Mutex<HashMap<(String, String), usize>>,
 }
 
+/// The extensions toolhost offers when a wrapped server does ([`Gateway::extensions`]):
+/// MCP Apps (`io.modelcontextprotocol/ui`), whose tools' `_meta`, results' `_meta` and
+/// `ui://` resources pass through as the server wrote them.
+pub const PASSED_EXTENSIONS: [&str; 1] = ["io.modelcontextprotocol/ui"];
+
 /// The wrapped servers' resources, prompts, completions and logs. Cheap to clone.
 #[derive(Clone)]
 pub struct Gateway {
@@ -244,6 +249,40 @@ impl Gateway {
     /// Whether any server is wrapped.
     pub fn is_empty(&self) -> bool {
         self.upstreams().is_empty()
+    }
+
+    /// The extensions toolhost offers because a wrapped server does: those of
+    /// [`PASSED_EXTENSIONS`], whose data (tools' and results' `_meta`, `ui://`
+    /// resources) passes through faithfully. The first server in name order that offers
+    /// one gives its settings, bounded like a `_meta` ([`crate::meta`]); other extension
+    /// ids a server declares are not offered (toolhost does not know it passes them on).
+    pub fn extensions(&self) -> Vec<(String, rmcp::model::JsonObject)> {
+        let mut ups = self.upstreams();
+        ups.sort_by(|a, b| a.name().cmp(b.name()));
+        let mut out: Vec<(String, rmcp::model::JsonObject)> = Vec::new();
+        for u in &ups {
+            let Some(exts) = &u.info.capabilities.extensions else {
+                continue;
+            };
+            for id in PASSED_EXTENSIONS {
+                if out.iter().any(|(have, _)| have == id) {
+                    continue;
+                }
+                if let Some(settings) = exts.get(id) {
+                    let whose = format!("{}/extensions/{id}", u.name());
+                    // Settings may be empty (`{}`): that is an offer too.
+                    let bounded = if settings.is_empty() {
+                        Some(settings.clone())
+                    } else {
+                        crate::meta::meta_from_mcp(Some(settings), &whose)
+                    };
+                    if let Some(b) = bounded {
+                        out.push((id.to_string(), b));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The servers' instructions, each under its server's name (bounded per server).

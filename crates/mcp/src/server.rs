@@ -145,6 +145,9 @@ pub struct McpServer {
     task_support: Arc<BTreeMap<String, TaskSupport>>,
     /// Progressive discovery (`server/discovery.rs`): `None` lists every tool.
     search: Option<discovery::SearchMode>,
+    /// Whether `initialize` waits for the load (the wrapped servers' capabilities and
+    /// instructions are known only once they joined the gateway).
+    initialize_waits: bool,
 }
 
 impl McpServer {
@@ -158,6 +161,7 @@ impl McpServer {
             name: "toolhost".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
+            initialize_waits: false,
             gateway: None,
             session: Session::new(None),
             rounds: rounds::Rounds::new(None)
@@ -228,6 +232,14 @@ impl McpServer {
     /// Sets the `instructions` sent in the handshake.
     pub fn with_instructions(mut self, text: impl Into<String>) -> Self {
         self.instructions = Some(text.into());
+        self
+    }
+
+    /// Makes `initialize` wait for the registry's pending loads, up to the list wait, as
+    /// the first lists do: for a gateway whose wrapped servers join at the end of the
+    /// load, so that the extensions it offers and the instructions it sends are theirs.
+    pub fn with_initialize_wait(mut self, wait: bool) -> Self {
+        self.initialize_waits = wait;
         self
     }
 
@@ -313,6 +325,16 @@ impl ServerHandler for McpServer {
             prompts.list_changed = Some(true);
             caps.prompts = Some(prompts);
             caps.completions = Some(JsonObject::new());
+        }
+        // Extensions a wrapped server offers and toolhost passes through faithfully (an
+        // MCP App's `ui`): offered as the server offers them (gateway.rs).
+        if let Some(g) = &self.gateway {
+            for (id, settings) in g.extensions() {
+                caps.extensions
+                    .get_or_insert_with(Default::default)
+                    .entry(id)
+                    .or_insert(settings);
+            }
         }
         let mut info = ServerConfig::new(caps)
             .with_server_info(Implementation::new(self.name.clone(), self.version.clone()));
@@ -614,6 +636,9 @@ impl ServerHandler for McpServer {
         self.session
             .initialized_at
             .store(generation, std::sync::atomic::Ordering::SeqCst);
+        if self.initialize_waits {
+            self.wait_for_load("initialize").await;
+        }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }

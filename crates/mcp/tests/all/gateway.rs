@@ -134,6 +134,27 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         .unwrap();
     let peer = client.peer().clone();
 
+    // The App extension a wrapped server offers is offered by the gateway as it is, beside
+    // toolhost's own (tasks); an extension toolhost does not know it passes on is not.
+    let extensions = peer
+        .peer_info()
+        .and_then(|i| i.capabilities.extensions.clone())
+        .unwrap_or_default();
+    assert_eq!(
+        extensions
+            .get("io.modelcontextprotocol/ui")
+            .map(|s| serde_json::Value::Object(s.clone())),
+        Some(serde_json::json!({"mimeTypes": ["text/html;profile=mcp-app"]}))
+    );
+    assert!(
+        !extensions.contains_key("example.com/unknown"),
+        "{extensions:?}"
+    );
+    assert!(
+        extensions.contains_key(rmcp::model::TASKS_EXTENSION_ID),
+        "{extensions:?}"
+    );
+
     // Tools' `_meta` passes as the server wrote it (an MCP App's link), without toolhost's
     // reserved keys and script URIs; a `_meta` of 1,000 keys is refused whole, and its
     // tool is still listed; one of 10,000 keys makes a definition over the client's
