@@ -93,6 +93,16 @@ struct Inner {
     subscribers: Mutex<HashMap<(String, String), usize>>,
 }
 
+/// A wrapped server's `_meta` on a resource, template, prompt or resource contents,
+/// bounded as a tool's is ([`crate::meta`]); `whose` names it in a warning.
+fn bounded_meta(
+    meta: Option<rmcp::model::MetaObject>,
+    whose: impl FnOnce() -> String,
+) -> Option<rmcp::model::MetaObject> {
+    let meta = meta?;
+    crate::meta::meta_from_mcp(Some(&meta.0), &whose()).map(rmcp::model::MetaObject)
+}
+
 /// The extensions toolhost offers when a wrapped server does ([`Gateway::extensions`]):
 /// MCP Apps (`io.modelcontextprotocol/ui`), whose tools' `_meta`, results' `_meta` and
 /// `ui://` resources pass through as the server wrote them.
@@ -334,6 +344,7 @@ impl Gateway {
         for (server, list) in lists {
             for mut r in list {
                 let original = r.uri.clone();
+                r.meta = bounded_meta(r.meta.take(), || format!("{server}/{original}"));
                 if contested.contains(&original) {
                     r.uri = routed_uri(&server, &original);
                 }
@@ -363,6 +374,7 @@ impl Gateway {
         for (server, list) in lists {
             for mut t in list {
                 let original = t.uri_template.clone();
+                t.meta = bounded_meta(t.meta.take(), || format!("{server}/{original}"));
                 if contested.contains(&original) {
                     t.uri_template = routed_uri(&server, &original);
                 }
@@ -427,6 +439,14 @@ impl Gateway {
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, GatewayError> {
         let (u, original) = self.route_uri(uri).await?;
         let mut result = u.client.read_resource(&original).await?;
+        // Contents' `_meta` (an MCP App view's CSP and permissions) pass bounded.
+        for c in &mut result.contents {
+            if let ResourceContents::TextResourceContents { meta, .. }
+            | ResourceContents::BlobResourceContents { meta, .. } = c
+            {
+                *meta = bounded_meta(meta.take(), || format!("{}/{original}", u.name()));
+            }
+        }
         if original != uri {
             for c in &mut result.contents {
                 // `ResourceContents` is non-exhaustive: a kind added later keeps its URI.
@@ -515,6 +535,7 @@ impl Gateway {
         for (server, list) in lists {
             for mut p in list {
                 let original = p.name.clone();
+                p.meta = bounded_meta(p.meta.take(), || format!("{server}/{original}"));
                 if contested.contains(&original) {
                     p.name = prefixed_name(&server, &original);
                 }

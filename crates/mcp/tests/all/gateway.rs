@@ -213,6 +213,34 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         t0.elapsed()
     );
 
+    // A `ui://` view's `_meta` passes bounded, listed and read: its CSP as the server
+    // wrote it, without the forged key and the script URI; its HTML as it is.
+    let view_meta = serde_json::json!({"ui": {"csp": {"connectDomains": ["https://api.example.com"]}, "prefersBorder": true}});
+    let view = resources
+        .iter()
+        .find(|r| r.uri == "ui://gateway-hostile/view.html")
+        .expect("the view is listed");
+    assert_eq!(
+        view.meta.clone().map(|m| serde_json::Value::Object(m.0)),
+        Some(view_meta.clone())
+    );
+    let read_view = peer
+        .read_resource(ReadResourceRequestParams::new(
+            "ui://gateway-hostile/view.html",
+        ))
+        .await
+        .unwrap();
+    match &read_view.contents[0] {
+        ResourceContents::TextResourceContents { text, meta, .. } => {
+            assert_eq!(text, "<!doctype html><p>view</p>");
+            assert_eq!(
+                meta.clone().map(|m| serde_json::Value::Object(m.0)),
+                Some(view_meta)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
     // A URI both servers list belongs to neither: it is renamed for each (the rule is
     // decided on the set, not on the servers' names or order), and both stay reachable.
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
