@@ -93,16 +93,6 @@ struct Inner {
     subscribers: Mutex<HashMap<(String, String), usize>>,
 }
 
-/// A wrapped server's `_meta` on a resource, template, prompt or resource contents,
-/// bounded as a tool's is ([`crate::meta`]); `whose` names it in a warning.
-fn bounded_meta(
-    meta: Option<rmcp::model::MetaObject>,
-    whose: impl FnOnce() -> String,
-) -> Option<rmcp::model::MetaObject> {
-    let meta = meta?;
-    crate::meta::meta_from_mcp(Some(&meta.0), &whose()).map(rmcp::model::MetaObject)
-}
-
 /// The extensions toolhost offers when a wrapped server does ([`Gateway::extensions`]):
 /// MCP Apps (`io.modelcontextprotocol/ui`), whose tools' `_meta`, results' `_meta` and
 /// `ui://` resources pass through as the server wrote them.
@@ -279,12 +269,13 @@ impl Gateway {
                     continue;
                 }
                 if let Some(settings) = exts.get(id) {
-                    let whose = format!("{}/extensions/{id}", u.name());
                     // Settings may be empty (`{}`): that is an offer too.
                     let bounded = if settings.is_empty() {
                         Some(settings.clone())
                     } else {
-                        crate::meta::meta_from_mcp(Some(settings), &whose)
+                        crate::meta::meta_from_mcp(Some(settings), || {
+                            format!("{}/extensions/{id}", u.name())
+                        })
                     };
                     if let Some(b) = bounded {
                         out.push((id.to_string(), b));
@@ -344,7 +335,7 @@ impl Gateway {
         for (server, list) in lists {
             for mut r in list {
                 let original = r.uri.clone();
-                r.meta = bounded_meta(r.meta.take(), || format!("{server}/{original}"));
+                r.meta = crate::meta::meta_object(r.meta.take(), || format!("{server}/{original}"));
                 if contested.contains(&original) {
                     r.uri = routed_uri(&server, &original);
                 }
@@ -374,7 +365,7 @@ impl Gateway {
         for (server, list) in lists {
             for mut t in list {
                 let original = t.uri_template.clone();
-                t.meta = bounded_meta(t.meta.take(), || format!("{server}/{original}"));
+                t.meta = crate::meta::meta_object(t.meta.take(), || format!("{server}/{original}"));
                 if contested.contains(&original) {
                     t.uri_template = routed_uri(&server, &original);
                 }
@@ -444,7 +435,8 @@ impl Gateway {
             if let ResourceContents::TextResourceContents { meta, .. }
             | ResourceContents::BlobResourceContents { meta, .. } = c
             {
-                *meta = bounded_meta(meta.take(), || format!("{}/{original}", u.name()));
+                *meta =
+                    crate::meta::meta_object(meta.take(), || format!("{}/{original}", u.name()));
             }
         }
         if original != uri {
@@ -535,7 +527,7 @@ impl Gateway {
         for (server, list) in lists {
             for mut p in list {
                 let original = p.name.clone();
-                p.meta = bounded_meta(p.meta.take(), || format!("{server}/{original}"));
+                p.meta = crate::meta::meta_object(p.meta.take(), || format!("{server}/{original}"));
                 if contested.contains(&original) {
                     p.name = prefixed_name(&server, &original);
                 }

@@ -65,7 +65,7 @@ pub struct McpToolInfo {
 
 impl From<rmcp::model::Tool> for McpToolInfo {
     fn from(t: rmcp::model::Tool) -> Self {
-        let meta = crate::meta::meta_from_mcp(t.meta.as_ref().map(|m| &m.0), &t.name);
+        let meta = crate::meta::meta_from_mcp(t.meta.as_ref().map(|m| &m.0), || t.name.to_string());
         McpToolInfo {
             name: t.name.to_string(),
             title: t.title,
@@ -94,7 +94,7 @@ pub(crate) fn output_from_result(
 ) -> Result<ToolOutput, McpClientError> {
     // The result's `_meta` passes on, bounded (crate::meta).
     let meta =
-        crate::meta::meta_from_mcp(r.meta.as_ref().map(|m| &m.0), &format!("{server}/{tool}"));
+        crate::meta::meta_from_mcp(r.meta.as_ref().map(|m| &m.0), || format!("{server}/{tool}"));
     let blocks: Vec<ContentBlock> = r.content.into_iter().map(block_from_mcp).collect();
     let text = render_blocks(&blocks);
     if r.is_error == Some(true) {

@@ -13,6 +13,7 @@
 //!   [`MAX_META_BYTES`] of JSON: a part of it would not be what the server sent, so none
 //!   of it is passed on; the tool itself still is.
 
+use rmcp::model::MetaObject;
 use serde_json::{Map, Value};
 use toolhost_core::tools::escape::escape_line;
 
@@ -26,12 +27,16 @@ pub const MAX_META_BYTES: usize = 16 * 1024;
 pub const RESERVED_PREFIX: &str = "io.toolhost/";
 
 /// `meta` bounded as the module docs say; `None` when nothing is left or it is refused.
-/// `whose` names it in the warning (`server/tool`).
-pub fn meta_from_mcp(meta: Option<&Map<String, Value>>, whose: &str) -> Option<Map<String, Value>> {
+/// `whose` names it in the warning (`server/tool`); it is called only then, so a call
+/// result without `_meta` formats nothing.
+pub fn meta_from_mcp(
+    meta: Option<&Map<String, Value>>,
+    whose: impl FnOnce() -> String,
+) -> Option<Map<String, Value>> {
     let meta = meta.filter(|m| !m.is_empty())?;
     let refuse = |why: &str| {
         tracing::warn!(
-            of = %escape_line(whose),
+            of = %escape_line(&whose()),
             "a wrapped server's _meta is not passed on: {why}"
         );
         None
@@ -52,6 +57,13 @@ pub fn meta_from_mcp(meta: Option<&Map<String, Value>>, whose: &str) -> Option<M
         .filter_map(|(k, v)| clean(v).map(|v| (k.clone(), v)))
         .collect();
     (!kept.is_empty()).then_some(kept)
+}
+
+/// [`meta_from_mcp`] for rmcp's `_meta` objects (of resources, templates, prompts,
+/// resource contents and results).
+pub fn meta_object(meta: Option<MetaObject>, whose: impl FnOnce() -> String) -> Option<MetaObject> {
+    let meta = meta?;
+    meta_from_mcp(Some(&meta.0), whose).map(MetaObject)
 }
 
 /// How deep `m` nests (an object of scalars is 1).
@@ -103,7 +115,7 @@ mod tests {
     use serde_json::json;
 
     fn of(v: Value) -> Option<Value> {
-        meta_from_mcp(v.as_object(), "test/tool").map(Value::Object)
+        meta_from_mcp(v.as_object(), || "test/tool".into()).map(Value::Object)
     }
 
     #[test]
@@ -138,7 +150,7 @@ mod tests {
     #[test]
     fn too_many_keys_too_deep_or_too_large_is_refused_whole() {
         let many: Map<String, Value> = (0..10_000).map(|i| (format!("k{i}"), json!(i))).collect();
-        assert_eq!(meta_from_mcp(Some(&many), "t"), None);
+        assert_eq!(meta_from_mcp(Some(&many), || "t".into()), None);
         let mut deep = json!("bottom");
         for _ in 0..40 {
             deep = json!({ "d": deep });
