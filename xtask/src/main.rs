@@ -2,9 +2,9 @@
 //!
 //! - `cargo xtask plugins`: builds every example plugin (and the hostile test fixtures) into
 //!   `target/plugins/` (`.wasm` + policy), installing the `wasm32-wasip2` target if missing.
-//! - `cargo xtask test`: everything a fresh machine needs (targets, plugins, npm/PyPI peers),
-//!   then fmt, the test build linted by clippy, every test and the fuzz smoke runs, and a
-//!   table of each step's wall time (`docs/ci.md`).
+//! - `cargo xtask test`: everything a fresh machine needs (targets, plugins, npm/PyPI/Debian
+//!   peers, Chromium among them), then fmt, the test build linted by clippy, every test and
+//!   the fuzz smoke runs, and a table of each step's wall time (`docs/ci.md`).
 //! - `cargo xtask demo`: builds everything and shows toolhost at work on its examples.
 //! - `cargo xtask bench-docs`: rebuilds `docs/benchmarks.md` from the per-area files.
 //! - `cargo xtask bench-peers`: installs the peers only benchmarks use (hyper-mcp and its
@@ -31,6 +31,7 @@ mod demo;
 mod fuzz;
 mod langs;
 mod peers_bench;
+mod peers_browser;
 mod peers_deploy;
 mod peers_dist;
 mod peers_llm;
@@ -75,7 +76,7 @@ fn main() -> ExitCode {
                  test      set up everything the tests need, then run fmt, clippy and all tests\n            \
                  (extra arguments go to `cargo test`)\n  \
                  lint      cargo fmt --check and cargo clippy -D warnings\n  \
-                 peers     install the test peers (npm, PyPI, Debian docker-registry + minisign)\n  \
+                 peers     install the test peers (npm, PyPI, Debian docker-registry, minisign, haproxy, chromium)\n  \
                  env       print the tests' environment as `export` lines (eval it to run one test)\n  \
                  bench     serve's per-call side-by-side (floor, audit, server-everything, gateway) and HTTP throughput\n  \
                  bench-docs  rebuild docs/benchmarks.md from docs/benchmarks/*.md\n  \
@@ -157,6 +158,8 @@ fn setup_peers() -> Result {
     peers_llm::setup()?;
     peers_deploy::setup()?;
     peers_dist::setup()?;
+    peers_browser::setup_debian()?;
+    peers_browser::setup_pypi()?;
     Ok(())
 }
 
@@ -171,6 +174,7 @@ fn test_env() -> Vec<(String, String)> {
     .chain(peers_mcp::test_env())
     .chain(peers_llm::test_env())
     .chain(peers_dist::test_env())
+    .chain(peers_browser::test_env())
     .collect()
 }
 
@@ -279,11 +283,13 @@ fn test_steps(extra: &[String]) -> Result {
         let started = std::time::Instant::now();
         let result = peers_mcp::setup()
             .and_then(|()| peers_llm::setup())
-            .and_then(|()| peers_deploy::setup());
+            .and_then(|()| peers_deploy::setup())
+            .and_then(|()| peers_browser::setup_pypi());
         (result, started.elapsed())
     });
     let plugins_dir = plugins::build_all()?;
     peers_dist::setup()?;
+    peers_browser::setup_debian()?;
     fmt_check()?;
     // Clippy lints the workspace's crates while they are compiled for the tests, instead of
     // in a `cargo clippy` run of its own: that run checks every dependency a second time

@@ -69,6 +69,35 @@ pub fn python() -> Option<PathBuf> {
     peer("TOOLHOST_MCP_PYTHON", mcp_peers().join("venv/bin/python"))
 }
 
+/// The browser peers (`cargo xtask peers`): Chromium, its ChromeDriver and a Python with
+/// the `selenium` WebDriver client, for the tests that drive the console in a headless
+/// browser.
+pub struct Browser {
+    /// Chromium (Debian `chromium`; env `TOOLHOST_CHROMIUM`).
+    pub chromium: PathBuf,
+    /// ChromeDriver of the same release (Debian `chromium-driver`; env
+    /// `TOOLHOST_CHROMEDRIVER`).
+    pub chromedriver: PathBuf,
+    /// A Python that can `import selenium` (PyPI `selenium` in
+    /// `target/peers/browser/venv`; env `TOOLHOST_SELENIUM_PYTHON`).
+    pub python: PathBuf,
+}
+
+/// The browser peers; any of them missing: `None` after a message locally, a panic in CI.
+pub fn browser() -> Option<Browser> {
+    Some(Browser {
+        chromium: peer("TOOLHOST_CHROMIUM", PathBuf::from("/usr/bin/chromium"))?,
+        chromedriver: peer(
+            "TOOLHOST_CHROMEDRIVER",
+            PathBuf::from("/usr/bin/chromedriver"),
+        )?,
+        python: peer(
+            "TOOLHOST_SELENIUM_PYTHON",
+            workspace_root().join("target/peers/browser/venv/bin/python"),
+        )?,
+    })
+}
+
 /// A fixture of the MCP crate's tests (`crates/mcp/tests/fixtures/NAME`).
 pub fn mcp_fixture(name: &str) -> PathBuf {
     workspace_root()
