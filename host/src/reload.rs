@@ -155,6 +155,7 @@ pub struct FolderWatch {
     /// Dropping it stops the watch.
     _watcher: RecommendedWatcher,
     pending: Arc<Pending>,
+    board: Option<crate::trust::TrustBoard>,
 }
 
 impl std::fmt::Debug for FolderWatch {
@@ -195,10 +196,17 @@ pub fn watch(dir: &Path) -> Result<FolderWatch, ReloadError> {
         dir: dir.to_path_buf(),
         _watcher: watcher,
         pending,
+        board: None,
     })
 }
 
 impl FolderWatch {
+    /// Also publishes each reload's decisions on `board` (the console's view).
+    pub fn with_board(mut self, board: crate::trust::TrustBoard) -> FolderWatch {
+        self.board = Some(board);
+        self
+    }
+
     /// Applies every change of the folder to `registry` once it has been quiet for
     /// [`QUIET_PERIOD`], one batch at a time, for as long as the task runs. `loaded` is
     /// what the start-up load on `host` decided (so unchanged plugins are left alone);
@@ -214,6 +222,7 @@ impl FolderWatch {
         let mut names = registry.names_changed();
         names.borrow_and_update();
         let mut live = LiveFolder::new(host, registry, &self.dir, rules, loaded, set);
+        live.board = self.board.clone();
         tracing::info!(dir = %line(&self.dir.display().to_string()), "watching the plugins folder for changes");
         loop {
             let keys = match self.pending.take_quiet() {
@@ -262,6 +271,8 @@ pub struct LiveFolder {
     offered: BTreeMap<String, PluginTrust>,
     /// The plugins registered, named by the one rule of tool names.
     set: FolderSet,
+    /// Where each reload's decisions are published (the console's view).
+    board: Option<crate::trust::TrustBoard>,
 }
 
 impl LiveFolder {
@@ -284,6 +295,7 @@ impl LiveFolder {
             rules,
             offered,
             set,
+            board: None,
         }
     }
 
@@ -378,6 +390,9 @@ impl LiveFolder {
             };
             warn_problem(&p);
             problems.push(p);
+        }
+        if let Some(board) = &self.board {
+            board.publish(self.offered.values(), &self.set);
         }
         problems
     }

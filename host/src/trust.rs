@@ -19,6 +19,8 @@
 //! - [`Candidate`] (`trust/candidate.rs`): a plugin file as `approve`/`install` show it
 //!   before writing the lock.
 //! - [`connect_mcp`] (`trust/mcp.rs`): MCP servers with their tool definitions pinned.
+//! - [`review_plugin`] (`trust/review.rs`): one plugin reviewed and approved, the route of
+//!   `toolhost approve` and of the console; [`release`]: its version and signer.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,6 +32,8 @@ pub use toolhost_trust::{TrustState, clean};
 mod candidate;
 mod mcp;
 mod offer;
+pub mod release;
+mod review;
 
 pub use candidate::{Candidate, CandidateError, file_source};
 pub use mcp::{McpWithheld, connect_mcp, mcp_tool_def};
@@ -39,6 +43,7 @@ pub use offer::package_signature;
 pub(crate) use offer::{
     Prepared, prepare_plugin, read_lock, record_update, register_prepared, warm_later,
 };
+pub use review::{Review, ReviewError, review_plugin};
 
 use crate::host::Host;
 use crate::loader::{LoadEvent, LoadProblem, LoadProgress, SLOW_LOAD, human_bytes, plugin_problem};
@@ -230,6 +235,38 @@ impl PluginTrust {
             }
             _ => None,
         }
+    }
+}
+
+/// What loading and live reload decided for each plugin of a folder, as it is now, with
+/// the component registered (if any): what the console shows. Shared; cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct TrustBoard(std::sync::Arc<std::sync::Mutex<Vec<BoardEntry>>>);
+
+/// One plugin on a [`TrustBoard`]: its decision and its registered component.
+pub type BoardEntry = (PluginTrust, Option<crate::wasm::Plugin>);
+
+impl TrustBoard {
+    /// An empty board.
+    pub fn new() -> TrustBoard {
+        TrustBoard::default()
+    }
+
+    /// Replaces the board with `reports`, each with its plugin from `set`.
+    pub fn publish<'a>(&self, reports: impl IntoIterator<Item = &'a PluginTrust>, set: &FolderSet) {
+        let all = reports
+            .into_iter()
+            .map(|t| (t.clone(), set.get(&t.name).cloned()))
+            .collect();
+        // A poisoned lock: the vector is replaced whole, never left half-written.
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = all;
+    }
+
+    /// The board now, in name order.
+    pub fn snapshot(&self) -> Vec<BoardEntry> {
+        let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        v.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        v
     }
 }
 

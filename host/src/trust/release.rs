@@ -1,4 +1,4 @@
-//! How `approve`, `install` and `update` show a package against its approval: the release
+//! How `approve`, `install`, `update` and the console show a package against its approval: the release
 //! version (`approved → offered`) and the signer (`old key → new key`), and what the one
 //! release rule of `toolhost_trust::version` refuses. The rule itself lives in
 //! `toolhost-trust`, shared with the loader, so every route decides alike (docs/trust.md,
