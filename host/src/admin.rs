@@ -317,6 +317,12 @@ impl ToolLabels {
 /// The `tool` labels of this process (the recorder is one per process too).
 static TOOL_LABELS: LazyLock<ToolLabels> = LazyLock::new(|| ToolLabels::new(MAX_TOOL_LABELS));
 
+/// The `tool` label of a call of registered tool `tool`, as `/metrics` and the console's
+/// live view count it: its name, or [`OTHER_TOOL_LABEL`] past [`MAX_TOOL_LABELS`] names.
+pub(crate) fn tool_label(tool: &str) -> String {
+    TOOL_LABELS.label(tool)
+}
+
 /// Records [`ToolEvent`]s as metrics (attached to the registry like the audit trail).
 #[derive(Debug, Default)]
 pub struct MetricsListener;
@@ -401,7 +407,7 @@ impl ToolEventListener for MetricsListener {
 /// The `client` label of a call: a configured client's name or `token:N` (both bounded
 /// by the config), else the kind of identity alone (`session`, `peer`: one per session
 /// or address would grow without bound), else `local` (the CLI, chat).
-fn client_label(client: Option<&str>) -> String {
+pub(crate) fn client_label(client: Option<&str>) -> String {
     match client {
         None => "local".to_string(),
         Some(c) if c.starts_with("token:") || !c.contains(':') => c.to_string(),
@@ -472,12 +478,14 @@ pub fn router(readiness: Readiness, metrics: Metrics) -> axum::Router {
         )
 }
 
-/// Listens on `addr` and serves [`router`] until `stop` is cancelled. `on_bound` gets the
-/// bound address (useful with port 0).
+/// Listens on `addr` and serves [`router`] (and the console's routes, `console` called
+/// with the bound port) until `stop` is cancelled. `on_bound` gets the bound address
+/// (useful with port 0).
 pub async fn serve_admin(
     addr: SocketAddr,
     readiness: Readiness,
     metrics: Metrics,
+    console: Option<impl FnOnce(u16) -> axum::Router>,
     stop: CancellationToken,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), AdminError> {
@@ -499,8 +507,11 @@ pub async fn serve_admin(
         header_read_timeout: ADMIN_HEADER_TIMEOUT,
         ..crate::mcp::server::HttpLimits::default()
     };
-    crate::mcp::server::serve_connections(listener, router(readiness, metrics), &limits, stop)
-        .await;
+    let mut app = router(readiness, metrics);
+    if let Some(console) = console {
+        app = app.merge(console(bound.port()));
+    }
+    crate::mcp::server::serve_connections(listener, app, &limits, stop).await;
     Ok(())
 }
 

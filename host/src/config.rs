@@ -20,7 +20,7 @@
 //! auth_token_file = "/etc/toolhost/tokens"   # bearer tokens of `serve --http`
 //! ```
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -76,6 +76,32 @@ pub struct HostConfig {
     /// `[lint]`: whether `approve`, `install` and `update` ask the judge model too.
     #[serde(default)]
     pub lint: LintConfig,
+    /// `[admin]`: the operator console of `serve --admin` (docs/console.md).
+    #[serde(default)]
+    pub admin: AdminConfig,
+}
+
+/// `[admin]`: the console on the admin listener of `serve --http ADDR --admin ADDR2`
+/// (docs/console.md).
+///
+/// ```toml
+/// [admin]
+/// console = true                                # serve the console (also --console)
+/// token_file = "/etc/toolhost/operator.token"   # the operator token, mode 0600
+/// behind_tls = false                            # TLS is terminated in front (non-loopback)
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Serve the console on the admin listener.
+    #[serde(default)]
+    pub console: bool,
+    /// The operator token file (one token per line, at least 32 characters, mode 0600).
+    pub token_file: Option<PathBuf>,
+    /// A TLS proxy is in front of the admin listener: the console may listen on a
+    /// non-loopback address and its cookie is `Secure`.
+    #[serde(default)]
+    pub behind_tls: bool,
 }
 
 /// `[lint]`: the judge of tool definitions (`docs/writing-plugins.md`, "The judge").
@@ -346,8 +372,8 @@ impl HostConfig {
     }
 
     /// Every file of toolhost's own this config names: the credential files
-    /// (`[serve] auth_token_file`, `request_state_key_file` and each client's
-    /// `token_file`; per MCP server `bearer_token_file` and the OAuth
+    /// (`[serve] auth_token_file`, `request_state_key_file`, each client's
+    /// `token_file` and `[admin] token_file`; per MCP server `bearer_token_file` and the OAuth
     /// `client_secret_file` and `private_key_file`) and the audit trail. No plugin policy
     /// may grant them or a folder above them (see [`crate::host::Host::protect_config`]).
     pub fn credential_files(&self) -> Vec<std::path::PathBuf> {
@@ -355,6 +381,7 @@ impl HostConfig {
         out.extend(self.serve.request_state_key_file.iter().cloned());
         out.extend(self.serve.clients.values().map(|c| c.token_file.clone()));
         out.extend(self.audit.path.iter().cloned());
+        out.extend(self.admin.token_file.iter().cloned());
         for s in self.mcp.servers.values() {
             out.extend(s.bearer_token_file.iter().cloned());
             if let Some(o) = &s.oauth {

@@ -46,6 +46,7 @@ pub use host::Host;
 pub mod admin;
 pub mod approvals;
 pub mod config;
+pub mod console;
 pub mod host;
 pub mod loader;
 pub mod permissions;

@@ -54,6 +54,7 @@ pub fn build_all() -> crate::Result<PathBuf> {
             "desc_flood",
             "desc_huge",
             "hostile_term",
+            "hostile_html",
             "content_v2",
             "plain_wit",
             "plain_http",

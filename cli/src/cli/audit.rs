@@ -35,12 +35,13 @@ pub fn default_path() -> Option<PathBuf> {
 /// FILE`, else `[audit] path`, else [`default_path`]. Returns the file written to.
 ///
 /// A file the operator named (flag or config) that cannot be opened is an error; the
-/// default file is a warning on stderr, and the command runs without a trail.
+/// default file is a warning on stderr, and the command runs without a trail. The
+/// writer is returned too (the console writes its actions with it).
 pub fn attach_default(
     registry: &ToolRegistry,
     args: &AuditArgs,
     config: &AuditConfig,
-) -> anyhow::Result<Option<PathBuf>> {
+) -> anyhow::Result<Option<(PathBuf, Arc<AuditLog>)>> {
     if args.no_audit || (args.audit.is_none() && !config.enabled) {
         return Ok(None);
     }
@@ -52,7 +53,7 @@ pub fn attach_default(
         tracing::warn!("no data folder on this system: no audit trail (pass --audit FILE)");
         return Ok(None);
     };
-    match attach(registry, path.clone(), config) {
+    match attach(registry, path, config) {
         Ok(p) => Ok(Some(p)),
         Err(e) => {
             eprintln!(
@@ -70,14 +71,15 @@ pub fn attach(
     registry: &ToolRegistry,
     path: PathBuf,
     config: &AuditConfig,
-) -> anyhow::Result<PathBuf> {
+) -> anyhow::Result<(PathBuf, Arc<AuditLog>)> {
     let file = RotatingFile::open(&path, config.max_bytes, config.keep).with_context(|| {
         format!(
             "cannot open the audit file {}; pass --audit FILE for another place or --no-audit",
             path.display()
         )
     })?;
-    registry.add_listener(Arc::new(AuditLog::new(file)));
+    let log = Arc::new(AuditLog::new(file));
+    registry.add_listener(log.clone());
     tracing::info!(path = %path.display(), "audit trail: one record per tool call");
-    Ok(path)
+    Ok((path, log))
 }

@@ -116,9 +116,12 @@ pub struct ServeArgs {
     /// Serve the admin endpoints on ADDR (e.g. 127.0.0.1:9090), unauthenticated:
     /// `/healthz` (the process is up), `/readyz` (plugins loaded and MCP servers
     /// connected; 503 with the reason otherwise, and from the start of a shutdown) and
-    /// `/metrics` (Prometheus). Keep it on loopback or a cluster-internal address.
+    /// `/metrics` (Prometheus). Keep it on loopback or a cluster-internal address. With
+    /// --console, also the operator console at `/console` (behind an operator token).
     #[arg(long, value_name = "ADDR", requires = "http")]
     admin: Option<SocketAddr>,
+    #[command(flatten)]
+    console: super::console::ConsoleArgs,
     /// On SIGTERM or Ctrl-C with --http: how long calls in flight may take to finish
     /// after the listener stops accepting, before toolhost exits anyway.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
@@ -171,7 +174,7 @@ async fn shutdown_signal() {
 }
 
 /// Parses `10`, `10s`, `500ms` or `2m` into a positive duration.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let (num, unit) = match t.find(|c: char| !c.is_ascii_digit() && c != '.') {
         Some(i) => t.split_at(i),
@@ -272,6 +275,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The token files given on the command line are credentials like those the config
     // names: no plugin policy may grant them or a folder above them.
     th.protect_paths(args.auth_token_file.iter().cloned());
+    th.protect_paths(args.console.admin_token_file.iter().cloned());
+    let console = super::console::setup(&args.console, &config, args.admin)?;
     // Tokens are checked before anything loads: a bad token file or an unauthenticated
     // --allow-remote stops here.
     let tokens = match args.http {
@@ -303,21 +308,50 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }),
     ))));
     // The audit trail, on by default (docs/permissions.md, "Audit trail").
-    super::audit::attach_default(&registry, &args.audit, &config.audit)?;
+    let audit = super::audit::attach_default(&registry, &args.audit, &config.audit)?;
     // The admin endpoints (docs/deploy.md): not ready until everything is loaded.
     let readiness = toolhost::admin::Readiness::not_ready("loading the plugins and MCP servers");
     let admin_stop = StopToken::new();
     let session_counters = Arc::new(toolhost::mcp::server::SessionCounters::default());
+    let board = toolhost::trust::TrustBoard::new();
     if let Some(addr) = args.admin {
         let metrics = toolhost::admin::Metrics::install()?
             .with_sessions(session_counters.clone())
             .with_engine(th.engine().clone());
         registry.add_listener(Arc::new(toolhost::admin::MetricsListener));
+        let console = console.map(|setup| {
+            let live = Arc::new(toolhost::console::LiveCalls::new());
+            registry.add_listener(live.clone());
+            let opts = toolhost::console::ConsoleOptions {
+                tokens: setup.tokens,
+                host: th.clone(),
+                registry: registry.clone(),
+                plugins_dir: super::common::plugins_dir(&args.host, &config),
+                trust_keys: config.trust.keys.clone(),
+                permissions: config.permissions.clone(),
+                board: board.clone(),
+                audit: audit
+                    .as_ref()
+                    .map(|(path, log)| toolhost::console::AuditTrail {
+                        path: path.clone(),
+                        keep: config.audit.keep,
+                        log: log.clone(),
+                    }),
+                live,
+                session_counters: Some(session_counters.clone()),
+                clients: super::console::configured_clients(&config),
+                secure_cookie: setup.behind_tls,
+                stop: admin_stop.clone(),
+                session_idle: args.console.console_session_idle,
+            };
+            move |port| toolhost::console::router(toolhost::console::Console::new(opts, port))
+        });
+        let with_console = console.is_some();
         let (r, stop) = (readiness.clone(), admin_stop.clone());
         let bound = tokio::sync::oneshot::channel();
         let (tx, rx) = bound;
         tokio::spawn(async move {
-            let served = toolhost::admin::serve_admin(addr, r, metrics, stop, |b| {
+            let served = toolhost::admin::serve_admin(addr, r, metrics, console, stop, |b| {
                 let _ = tx.send(b);
             })
             .await;
@@ -326,6 +360,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             }
         });
         match rx.await {
+            Ok(b) if with_console => eprintln!(
+                "toolhost: admin endpoints at http://{b} (/healthz, /readyz, /metrics); console at http://{b}/console"
+            ),
             Ok(b) => {
                 eprintln!("toolhost: admin endpoints at http://{b} (/healthz, /readyz, /metrics)")
             }
@@ -433,10 +470,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         for client in report.mcp_clients {
             upstreams.add(client).await;
         }
+        board.publish(&report.plugins, &report.folder);
         // Calls of tools not loaded yet, and first lists, waited until here.
         drop(loading);
         if let Some(watch) = watch {
             watch
+                .with_board(board)
                 .run(
                     th,
                     background,

@@ -240,6 +240,12 @@ impl AuditLog {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Writes `record` as it is: for a decision made outside a tool call (an operator's
+    /// action in the console), in the same file and format as the calls' records.
+    pub fn record(&self, record: &AuditRecord) {
+        self.write(record);
+    }
+
     fn write(&self, record: &AuditRecord) {
         let line = match serde_json::to_string(record) {
             Ok(l) => l,

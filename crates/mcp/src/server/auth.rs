@@ -163,6 +163,16 @@ impl BearerTokens {
         self.matching(values).is_some()
     }
 
+    /// Whether `presented` is one of the tokens itself (no `Bearer ` scheme: a token typed
+    /// into a login form). Every token is compared, in constant time.
+    pub fn accepts_secret(&self, presented: &[u8]) -> bool {
+        let mut ok = subtle::Choice::from(0);
+        for token in &self.tokens {
+            ok |= presented.ct_eq(token);
+        }
+        bool::from(ok)
+    }
+
     /// As [`BearerTokens::accepts`], and which token it is: its position among the
     /// configured ones (the client's identity for the per-client session share). The
     /// position is chosen in constant time too.

@@ -1,0 +1,1040 @@
+//! The operator's console (docs/console.md): HTML pages on the admin listener of `serve`
+//! (`--admin ADDR --console`) to see the sources and their trust, approve or deny held
+//! plugins, read the audit trail and watch calls live.
+//!
+//! - **Access** (`console/auth.rs`): the operator token once at `/console/login`, then a
+//!   session cookie (HttpOnly, SameSite=Strict, `Secure` behind TLS); every POST carries a
+//!   single-use CSRF nonce, and a request that says it comes from another site
+//!   (`Origin`, `Sec-Fetch-Site`) is refused. Pages without a session answer 401 with the
+//!   login form.
+//! - **Pages** (`console/pages.rs`): sources, pending, audit (`console/audit_view.rs`),
+//!   live (`console/live.rs`, a server-sent event stream), clients.
+//! - **Actions are the CLI's** (`toolhost approve`'s [`crate::trust::review_plugin`]):
+//!   the decision names the file's digest and request as shown, so a file swapped after
+//!   the page was drawn is refused, not approved. Each action is written to the audit
+//!   trail as a record of tool `console.approve` or `console.deny`, client `console`,
+//!   session `console:XXXXXXXX` (the operator session's label).
+//! - **Every response** has a Content-Security-Policy that allows only the console's own
+//!   script and stylesheet, `no-store`, `nosniff`, no referrer and no framing.
+
+mod audit_view;
+mod auth;
+mod live;
+mod pages;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use maud::Markup;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+pub use audit_view::{Cursor, Filter, MAX_SCAN, PAGE};
+pub use auth::{IDLE, LIFETIME, LOGIN_BURST, LOGIN_REFILL, MAX_NONCES, MAX_SESSIONS, Sessions};
+pub use live::{LiveCalls, Snapshot};
+
+use crate::host::Host;
+use crate::mcp::server::{BearerTokens, SessionCounters};
+use crate::tools::audit::{AuditDecision, AuditLog, AuditRecord};
+use crate::tools::{ToolRegistry, ToolSource};
+use crate::trust::{TrustBoard, TrustState};
+
+/// Where the console reads and writes the audit trail.
+#[derive(Clone)]
+pub struct AuditTrail {
+    /// The current file (`audit.jsonl`); rotated ones are `audit.jsonl.N`.
+    pub path: PathBuf,
+    /// How many rotated files are kept.
+    pub keep: usize,
+    /// The trail's writer, for the records of the console's own actions.
+    pub log: Arc<AuditLog>,
+}
+
+/// What the console needs of the running `serve`.
+#[derive(Clone)]
+pub struct ConsoleOptions {
+    /// The operator tokens (at least one).
+    pub tokens: BearerTokens,
+    /// The host plugins are reviewed on.
+    pub host: Host,
+    /// The served registry.
+    pub registry: ToolRegistry,
+    /// The plugins folder.
+    pub plugins_dir: PathBuf,
+    /// Keys whose signatures are trusted (`[trust] keys`).
+    pub trust_keys: Vec<String>,
+    /// Folders that may never be granted (`[permissions]`).
+    pub permissions: crate::permissions::PermissionsConfig,
+    /// Each plugin's trust as loading and live reload decided.
+    pub board: TrustBoard,
+    /// The audit trail, if one is written.
+    pub audit: Option<AuditTrail>,
+    /// The live counts (attached to the registry by the caller).
+    pub live: Arc<LiveCalls>,
+    /// The HTTP session counts of `serve --http`.
+    pub session_counters: Option<Arc<SessionCounters>>,
+    /// The configured clients: (name, what it may use).
+    pub clients: Vec<(String, String)>,
+    /// The cookie gets `Secure` (TLS is terminated in front of the console).
+    pub secure_cookie: bool,
+    /// Ends the live streams at shutdown.
+    pub stop: CancellationToken,
+    /// A session with no request for this long ends (at most [`LIFETIME`]).
+    pub session_idle: std::time::Duration,
+}
+
+struct Inner {
+    opts: ConsoleOptions,
+    sessions: Sessions,
+    cookie: String,
+    /// Digests the operator denied: (plugin, digest) → who and when.
+    denied: Mutex<Vec<(String, String, String)>>,
+    /// Console actions so far (their call ids).
+    actions: std::sync::atomic::AtomicU64,
+}
+
+/// The console's state; [`router`] serves it.
+#[derive(Clone)]
+pub struct Console(Arc<Inner>);
+
+impl Console {
+    /// A console for `opts`; its cookie is named after `port` (cookies are shared across
+    /// the ports of a host, so two consoles on one machine must not overwrite each
+    /// other's).
+    pub fn new(opts: ConsoleOptions, port: u16) -> Console {
+        Console(Arc::new(Inner {
+            sessions: Sessions::with_idle(opts.session_idle),
+            opts,
+            cookie: format!("toolhost_console_{port}"),
+            denied: Mutex::new(Vec::new()),
+            actions: std::sync::atomic::AtomicU64::new(0),
+        }))
+    }
+}
+
+/// The console's routes, under `/console`.
+pub fn router(console: Console) -> axum::Router {
+    axum::Router::new()
+        .route(
+            "/console",
+            get(|| async { Redirect::to("/console/sources") }),
+        )
+        .route("/console/login", get(login_page).post(login))
+        .route("/console/logout", post(logout))
+        .route("/console/sources", get(sources))
+        .route("/console/pending", get(pending))
+        .route("/console/pending/approve", post(approve))
+        .route("/console/pending/deny", post(deny))
+        .route("/console/audit", get(audit))
+        .route("/console/audit/entry", get(audit_entry))
+        .route("/console/live", get(live_page))
+        .route("/console/live/events", get(live_events))
+        .route("/console/clients", get(clients))
+        .route("/console/static/console.css", get(css))
+        .route("/console/static/console.js", get(js))
+        .layer(axum::middleware::map_response(secure_headers))
+        .with_state(console)
+}
+
+/// The Content-Security-Policy of every console response.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+     connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+async fn secure_headers(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    r
+}
+
+async fn css() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
+        include_str!("console/static/console.css"),
+    )
+        .into_response()
+}
+
+async fn js() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
+        include_str!("console/static/console.js"),
+    )
+        .into_response()
+}
+
+fn html(status: StatusCode, page: Markup) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page.into_string(),
+    )
+        .into_response()
+}
+
+/// A session's view of one request: who, and a nonce for its logout form.
+struct Authed {
+    session: auth::SessionView,
+    logout: String,
+}
+
+impl Console {
+    fn session(&self, headers: &HeaderMap) -> Option<auth::SessionView> {
+        let id = auth::cookie(headers, &self.0.cookie)?;
+        self.0.sessions.session(id)
+    }
+
+    /// The session of a page request, or the 401 login page.
+    fn page_session(&self, headers: &HeaderMap) -> Result<Authed, Box<Response>> {
+        let Some(session) = self.session(headers) else {
+            return Err(Box::new(html(
+                StatusCode::UNAUTHORIZED,
+                pages::login(Some("Log in to use the console (no session, or it ended).")),
+            )));
+        };
+        let logout = self.nonce(&session)?;
+        Ok(Authed { session, logout })
+    }
+
+    fn nonce(&self, s: &auth::SessionView) -> Result<String, Box<Response>> {
+        self.0.sessions.nonce(&s.id).map_err(|e| {
+            Box::new((StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response())
+        })
+    }
+
+    /// The session of a state-changing request whose form carried a valid CSRF nonce,
+    /// sent from the console's own pages; else 401 or 403 and nothing changes.
+    fn post_session(
+        &self,
+        headers: &HeaderMap,
+        form: &[(String, String)],
+    ) -> Result<auth::SessionView, Box<Response>> {
+        let refuse =
+            |status: StatusCode, why: &str| Box::new((status, format!("{why}\n")).into_response());
+        if let Some(site) = headers.get("sec-fetch-site")
+            && site.as_bytes() != b"same-origin"
+            && site.as_bytes() != b"none"
+        {
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "refused: sent from another site",
+            ));
+        }
+        if let (Some(origin), Some(host)) = (headers.get(header::ORIGIN), headers.get(header::HOST))
+        {
+            let o = origin.as_bytes();
+            let ok = [b"http://".as_slice(), b"https://".as_slice()]
+                .iter()
+                .any(|scheme| o.strip_prefix(*scheme) == Some(host.as_bytes()));
+            if !ok {
+                return Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    "refused: sent from another origin",
+                ));
+            }
+        }
+        let Some(session) = self.session(headers) else {
+            return Err(refuse(
+                StatusCode::UNAUTHORIZED,
+                "refused: no session, or it ended; log in again",
+            ));
+        };
+        let nonce = field(form, "csrf").unwrap_or("");
+        if !self.0.sessions.spend_nonce(&session.id, nonce) {
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "refused: the form's CSRF token is not valid (forged, used before, or of another session); reload the page",
+            ));
+        }
+        Ok(session)
+    }
+
+    /// Writes a console action to the audit trail.
+    fn record(
+        &self,
+        session: &auth::SessionView,
+        tool: &str,
+        args: serde_json::Value,
+        ok: bool,
+        error: Option<String>,
+    ) {
+        let Some(trail) = &self.0.opts.audit else {
+            return;
+        };
+        let n = self
+            .0
+            .actions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        trail.log.record(&AuditRecord {
+            ts: toolhost_trust::now_rfc3339(),
+            call_id: format!("console-{n}"),
+            invocation: 0,
+            session: session.label.clone(),
+            client: Some("console".into()),
+            tool: tool.into(),
+            source: None,
+            arguments: args,
+            arguments_omitted: None,
+            decisions: vec![AuditDecision {
+                by: "console".into(),
+                decision: tool.trim_start_matches("console.").into(),
+                reason: error.clone(),
+            }],
+            denied_by: None,
+            executed: true,
+            ok,
+            error_kind: error.as_ref().map(|_| "refused".to_string()),
+            error,
+            duration_ms: 0.0,
+            result: None,
+            truncated: false,
+        });
+    }
+}
+
+fn field<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    form.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+async fn login_page(State(c): State<Console>, headers: HeaderMap) -> Response {
+    if c.session(&headers).is_some() {
+        return Redirect::to("/console/sources").into_response();
+    }
+    html(StatusCode::OK, pages::login(None))
+}
+
+async fn login(
+    State(c): State<Console>,
+    axum::Form(form): axum::Form<Vec<(String, String)>>,
+) -> Response {
+    if let Err(wait) = c.0.sessions.may_try() {
+        let secs = wait.as_secs().max(1);
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, secs.to_string())],
+            format!("too many wrong tokens; try again in {secs} s\n"),
+        )
+            .into_response();
+    }
+    let token = field(&form, "token").unwrap_or("").trim();
+    let right = c.0.opts.tokens.accepts_secret(token.as_bytes());
+    match c.0.sessions.login(right) {
+        Ok(auth::Login::Ok(s)) => {
+            tracing::info!(session = %s.label, "console: operator logged in");
+            let cookie = format!(
+                "{}={}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={}{}",
+                c.0.cookie,
+                s.id,
+                LIFETIME.as_secs(),
+                if c.0.opts.secure_cookie {
+                    "; Secure"
+                } else {
+                    ""
+                }
+            );
+            (
+                StatusCode::SEE_OTHER,
+                [
+                    (header::SET_COOKIE, cookie),
+                    (header::LOCATION, "/console/sources".into()),
+                ],
+            )
+                .into_response()
+        }
+        Ok(_) => {
+            tracing::warn!("console: a login with a wrong token");
+            html(
+                StatusCode::UNAUTHORIZED,
+                pages::login(Some("That token is not right.")),
+            )
+        }
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn logout(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    axum::Form(form): axum::Form<Vec<(String, String)>>,
+) -> Response {
+    let s = match c.post_session(&headers, &form) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    c.0.sessions.logout(&s.id);
+    let cookie = format!(
+        "{}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0",
+        c.0.cookie
+    );
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, cookie),
+            (header::LOCATION, "/console/login".into()),
+        ],
+    )
+        .into_response()
+}
+
+/// Query of the sources page.
+#[derive(Debug, Deserialize, Default)]
+struct SourcesQuery {
+    #[serde(default)]
+    q: String,
+    #[serde(default)]
+    kind: String,
+}
+
+fn state_text(t: &crate::trust::PluginTrust) -> String {
+    match &t.state {
+        TrustState::Approved => "approved".into(),
+        TrustState::Updated { .. } => "approved (update accepted)".into(),
+        TrustState::Unapproved if t.loaded => "unapproved: runs with no capability".into(),
+        TrustState::Unapproved => "unapproved: not loaded".into(),
+        TrustState::Changed { withheld } => format!("changed: withheld {}", withheld.join(", ")),
+        TrustState::Held { reason, .. } => format!("held: {reason}"),
+    }
+}
+
+fn findings_of(source: &str, tools: &[pages::ToolRow]) -> Vec<(String, String, String)> {
+    let subjects: Vec<toolhost_lint::Subject> = tools
+        .iter()
+        .map(|t| {
+            toolhost_lint::Subject::shown(
+                source,
+                crate::tools::shown::ShownTool::new(
+                    t.name.clone(),
+                    t.description.clone(),
+                    t.parameters.clone(),
+                    t.permissions.clone(),
+                ),
+            )
+        })
+        .collect();
+    let mut f = toolhost_lint::lint(&subjects);
+    toolhost_lint::sort(&mut f);
+    f.into_iter()
+        .map(|f| (f.severity.as_str().to_string(), f.tool, f.message))
+        .collect()
+}
+
+async fn sources(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Query(q): Query<SourcesQuery>,
+) -> Response {
+    let a = match c.page_session(&headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let opts = &c.0.opts;
+    let lock = toolhost_trust::Lock::load(&toolhost_trust::Lock::path_in(&opts.plugins_dir))
+        .unwrap_or_default();
+    let entries = opts.registry.entries();
+    let row_tool = |e: &crate::tools::ToolEntry| pages::ToolRow {
+        name: e.name().to_string(),
+        description: e.description().to_string(),
+        permissions: e
+            .permissions()
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect(),
+        parameters: e.parameters().clone(),
+    };
+    let mut rows = Vec::new();
+    for (t, plugin) in opts.board.snapshot() {
+        let path = t.path.display().to_string();
+        let tools: Vec<pages::ToolRow> = entries
+            .iter()
+            .filter(|e| matches!(e.source(), ToolSource::Wasm { path: p } if *p == path))
+            .map(|e| row_tool(e))
+            .collect();
+        let entry = lock.plugins.get(&t.name);
+        rows.push(pages::SourceRow {
+            kind: "plugin",
+            name: t.name.clone(),
+            state: state_text(&t),
+            version: t
+                .version
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            signer: entry.and_then(|e| e.signer.clone()).unwrap_or_default(),
+            grant: t.effective.as_ref().map(|g| g.lines()).unwrap_or_default(),
+            imports: plugin
+                .as_ref()
+                .and_then(|p| p.imports().ok().map(<[String]>::to_vec))
+                .unwrap_or_default(),
+            findings: findings_of(&format!("plugin:{}", t.name), &tools),
+            tools,
+        });
+    }
+    let native: Vec<pages::ToolRow> = entries
+        .iter()
+        .filter(|e| matches!(e.source(), ToolSource::Native))
+        .map(|e| row_tool(e))
+        .collect();
+    if !native.is_empty() {
+        rows.push(pages::SourceRow {
+            kind: "native",
+            name: "built in".into(),
+            state: "trusted (compiled into toolhost)".into(),
+            version: String::new(),
+            signer: String::new(),
+            grant: Vec::new(),
+            imports: Vec::new(),
+            findings: Vec::new(),
+            tools: native,
+        });
+    }
+    let mut servers: std::collections::BTreeMap<String, Vec<pages::ToolRow>> = Default::default();
+    for e in &entries {
+        if let ToolSource::Mcp { server } = e.source() {
+            servers.entry(server.clone()).or_default().push(row_tool(e));
+        }
+    }
+    for (server, tools) in servers {
+        let pinned = lock.mcp.contains_key(&server);
+        rows.push(pages::SourceRow {
+            kind: "mcp",
+            findings: findings_of(&format!("mcp:{server}"), &tools),
+            name: server,
+            state: if pinned {
+                "pinned (tool definitions approved)"
+            } else {
+                "not pinned"
+            }
+            .into(),
+            version: String::new(),
+            signer: String::new(),
+            grant: Vec::new(),
+            imports: Vec::new(),
+            tools,
+        });
+    }
+    let needle = q.q.to_lowercase();
+    rows.retain(|r| q.kind.is_empty() || r.kind == q.kind);
+    if !needle.is_empty() {
+        rows.retain(|r| {
+            r.name.to_lowercase().contains(&needle)
+                || r.tools.iter().any(|t| {
+                    t.name.to_lowercase().contains(&needle)
+                        || t.description.to_lowercase().contains(&needle)
+                })
+        });
+    }
+    html(
+        StatusCode::OK,
+        pages::sources(&a.logout, &rows, &q.q, &q.kind),
+    )
+}
+
+/// Most plugins reviewed for one view of the pending page.
+pub const MAX_PENDING_SHOWN: usize = 20;
+
+fn request_hash(request: &toolhost_trust::Capabilities) -> String {
+    toolhost_trust::canon::sha256(
+        serde_json::to_string(request)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+}
+
+/// The request's capabilities one a line, each with its form key.
+fn request_items(r: &toolhost_trust::Capabilities) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    out.extend(
+        r.read
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("read:{i}"), format!("read {f}"))),
+    );
+    out.extend(
+        r.write
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("write:{i}"), format!("write {f}"))),
+    );
+    out.extend(
+        r.network
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (format!("network:{i}"), format!("network {n}"))),
+    );
+    if r.sockets {
+        out.push(("sockets".into(), "sockets".into()));
+    }
+    out.extend(
+        r.env
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (format!("env:{i}"), format!("env {e}"))),
+    );
+    out.extend(
+        r.config
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (format!("config:{i}"), format!("config {k}"))),
+    );
+    out
+}
+
+/// The request with only the items whose keys are in `keep`.
+fn narrowed(r: &toolhost_trust::Capabilities, keep: &[&str]) -> toolhost_trust::Capabilities {
+    fn pick<T: Clone>(keep: &[&str], kind: &str, v: &[T]) -> Vec<T> {
+        v.iter()
+            .enumerate()
+            .filter(|(i, _)| keep.contains(&format!("{kind}:{i}").as_str()))
+            .map(|(_, x)| x.clone())
+            .collect()
+    }
+    let mut g = r.clone();
+    g.read = pick(keep, "read", &r.read);
+    g.write = pick(keep, "write", &r.write);
+    g.network = pick(keep, "network", &r.network);
+    g.env = pick(keep, "env", &r.env);
+    g.config = pick(keep, "config", &r.config);
+    g.sockets = r.sockets && keep.contains(&"sockets");
+    g
+}
+
+async fn pending(State(c): State<Console>, headers: HeaderMap) -> Response {
+    let a = match c.page_session(&headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let opts = &c.0.opts;
+    let waiting: Vec<_> = opts
+        .board
+        .snapshot()
+        .into_iter()
+        .filter(|(t, _)| !matches!(t.state, TrustState::Approved | TrustState::Updated { .. }))
+        .take(MAX_PENDING_SHOWN)
+        .collect();
+    let mut rows = Vec::new();
+    for (t, _) in waiting {
+        let nonces = match (c.nonce(&a.session), c.nonce(&a.session)) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(r), _) | (_, Err(r)) => return *r,
+        };
+        let mut row = pages::PendingRow {
+            name: t.name.clone(),
+            state: state_text(&t),
+            digest: String::new(),
+            request_hash: String::new(),
+            summary: String::new(),
+            release: String::new(),
+            diff: String::new(),
+            findings: Vec::new(),
+            request: Vec::new(),
+            refusal: None,
+            denied: None,
+            nonces,
+            reviewable: false,
+        };
+        match crate::trust::review_plugin(&opts.host, &opts.plugins_dir, &opts.trust_keys, &t.name)
+            .await
+        {
+            Ok(r) if r.already_approved() => continue,
+            Ok(r) => {
+                row.digest.clone_from(&r.candidate.digest);
+                row.request_hash = request_hash(&r.candidate.request);
+                row.summary = r.candidate.summary();
+                row.release.clone_from(&r.release.text);
+                row.diff = r.diff.as_ref().map(ToString::to_string).unwrap_or_default();
+                row.findings = r
+                    .findings
+                    .iter()
+                    .map(|f| {
+                        (
+                            f.severity.as_str().to_string(),
+                            f.tool.clone(),
+                            f.message.clone(),
+                        )
+                    })
+                    .collect();
+                row.request = request_items(&r.candidate.request);
+                row.refusal.clone_from(&r.release.refusal);
+                row.denied =
+                    c.0.denied
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .iter()
+                        .find(|(n, d, _)| *n == t.name && *d == r.candidate.digest)
+                        .map(|(_, _, why)| why.clone());
+                row.reviewable = true;
+            }
+            Err(e) => row.state = format!("{}; cannot be reviewed: {e}", row.state),
+        }
+        rows.push(row);
+    }
+    html(StatusCode::OK, pages::pending(&a.logout, &rows))
+}
+
+async fn approve(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    axum::Form(form): axum::Form<Vec<(String, String)>>,
+) -> Response {
+    let s = match c.post_session(&headers, &form) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let opts = &c.0.opts;
+    let name = field(&form, "name").unwrap_or("");
+    let digest = field(&form, "digest").unwrap_or("");
+    let keep: Vec<&str> = form
+        .iter()
+        .filter(|(k, _)| k == "keep")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let allow_downgrade = field(&form, "allow_downgrade") == Some("1");
+    let args = serde_json::json!({
+        "plugin": name, "digest": digest, "keep": keep, "allow_downgrade": allow_downgrade,
+    });
+    let fail = |status: StatusCode, why: String| {
+        c.record(
+            &s,
+            "console.approve",
+            args.clone(),
+            false,
+            Some(why.clone()),
+        );
+        html(
+            status,
+            pages::message(
+                "Not approved",
+                "/console/pending",
+                &c.nonce(&s).unwrap_or_default(),
+                &why,
+                "/console/pending",
+            ),
+        )
+    };
+    let review =
+        match crate::trust::review_plugin(&opts.host, &opts.plugins_dir, &opts.trust_keys, name)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return fail(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+        };
+    if review.candidate.digest != digest
+        || request_hash(&review.candidate.request) != field(&form, "request").unwrap_or("")
+    {
+        return fail(
+            StatusCode::CONFLICT,
+            format!(
+                "{name} changed since the page was shown (component or request); review it again"
+            ),
+        );
+    }
+    let request = &review.candidate.request;
+    match opts
+        .permissions
+        .denied_folders(&request.read, &request.write)
+    {
+        Ok(refused) if refused.is_empty() => {}
+        Ok(refused) => {
+            return fail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "the request names folders that may never be granted: {}",
+                    refused.join("; ")
+                ),
+            );
+        }
+        Err(e) => return fail(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+    }
+    let all = request_items(request).len();
+    let grant = (keep.len() < all).then(|| narrowed(request, &keep));
+    match review.approve(&opts.plugins_dir, grant, allow_downgrade) {
+        Ok(lock) => {
+            c.record(&s, "console.approve", args, true, None);
+            tracing::info!(plugin = %toolhost_trust::clean(name), session = %s.label, "console: plugin approved");
+            let text = format!(
+                "Approved {name}{} in {}. A watching serve takes it up within a second.",
+                if keep.len() < all {
+                    " with a narrower grant"
+                } else {
+                    ""
+                },
+                lock.display()
+            );
+            html(
+                StatusCode::OK,
+                pages::message(
+                    "Approved",
+                    "/console/pending",
+                    &c.nonce(&s).unwrap_or_default(),
+                    &text,
+                    "/console/sources",
+                ),
+            )
+        }
+        Err(e) => fail(StatusCode::CONFLICT, e.to_string()),
+    }
+}
+
+async fn deny(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    axum::Form(form): axum::Form<Vec<(String, String)>>,
+) -> Response {
+    let s = match c.post_session(&headers, &form) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let name = field(&form, "name").unwrap_or("").to_string();
+    let digest = field(&form, "digest").unwrap_or("").to_string();
+    if !c
+        .0
+        .opts
+        .board
+        .snapshot()
+        .iter()
+        .any(|(t, _)| t.name == name)
+    {
+        return (StatusCode::NOT_FOUND, "no such plugin\n").into_response();
+    }
+    c.record(
+        &s,
+        "console.deny",
+        serde_json::json!({"plugin": name, "digest": digest}),
+        true,
+        None,
+    );
+    {
+        let mut denied = c.0.denied.lock().unwrap_or_else(|e| e.into_inner());
+        denied.retain(|(n, _, _)| *n != name);
+        denied.push((
+            name.clone(),
+            digest,
+            format!(
+                "Denied by {} at {}; it stays unapproved.",
+                s.label,
+                toolhost_trust::now_rfc3339()
+            ),
+        ));
+    }
+    tracing::info!(plugin = %toolhost_trust::clean(&name), session = %s.label, "console: plugin denied");
+    let text = format!(
+        "Denied {name}: it stays as it is (not approved). The decision is in the audit trail."
+    );
+    html(
+        StatusCode::OK,
+        pages::message(
+            "Denied",
+            "/console/pending",
+            &c.nonce(&s).unwrap_or_default(),
+            &text,
+            "/console/pending",
+        ),
+    )
+}
+
+/// Query of the audit page.
+#[derive(Debug, Deserialize, Default)]
+struct AuditQuery {
+    #[serde(default)]
+    client: String,
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    outcome: String,
+    #[serde(default)]
+    since: String,
+    #[serde(default)]
+    until: String,
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    at: String,
+}
+
+async fn audit(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Query(q): Query<AuditQuery>,
+) -> Response {
+    let a = match c.page_session(&headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let Some(trail) = c.0.opts.audit.clone() else {
+        return html(
+            StatusCode::OK,
+            pages::message(
+                "Audit trail",
+                "/console/audit",
+                &a.logout,
+                "This serve writes no audit trail (--no-audit).",
+                "/console/sources",
+            ),
+        );
+    };
+    let filter = Filter {
+        client: q.client,
+        tool: q.tool,
+        outcome: q.outcome,
+        since: q.since,
+        until: q.until,
+    };
+    let from = Cursor::parse(&q.from);
+    let f = filter.clone();
+    let page = tokio::task::spawn_blocking(move || {
+        audit_view::page(&audit_view::files(&trail.path, trail.keep), &f, from)
+    })
+    .await
+    .unwrap_or_default();
+    let note = (page.records.is_empty() && page.next.is_some()).then_some(
+        "Nothing matched in the part of the trail read so far; follow “Older records” to read on.",
+    );
+    html(
+        StatusCode::OK,
+        pages::audit(&a.logout, &filter, &page, note),
+    )
+}
+
+async fn audit_entry(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Query(q): Query<AuditQuery>,
+) -> Response {
+    let a = match c.page_session(&headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let (Some(trail), Some(at)) = (c.0.opts.audit.clone(), Cursor::parse(&q.at)) else {
+        return (StatusCode::BAD_REQUEST, "no such record\n").into_response();
+    };
+    let record = tokio::task::spawn_blocking(move || {
+        audit_view::record_at(&audit_view::files(&trail.path, trail.keep), at)
+    })
+    .await
+    .ok()
+    .flatten();
+    match record {
+        Some(r) => html(StatusCode::OK, pages::audit_entry(&a.logout, &r)),
+        None => (
+            StatusCode::NOT_FOUND,
+            "no record there (the trail may have rotated since)\n",
+        )
+            .into_response(),
+    }
+}
+
+async fn live_page(State(c): State<Console>, headers: HeaderMap) -> Response {
+    let a = match c.page_session(&headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    html(
+        StatusCode::OK,
+        pages::live(&a.logout, &c.0.opts.live.snapshot()),
+    )
+}
+
+/// How often the live stream sends a snapshot.
+pub const LIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+async fn live_events(State(c): State<Console>, headers: HeaderMap) -> Response {
+    if c.session(&headers).is_none() {
+        return (StatusCode::UNAUTHORIZED, "log in first\n").into_response();
+    }
+    use axum::response::sse::{Event, Sse};
+    let live = c.0.opts.live.clone();
+    let stop = c.0.opts.stop.clone();
+    let stream = futures::stream::unfold((live, stop, true), |(live, stop, first)| async move {
+        if !first {
+            tokio::select! {
+                () = tokio::time::sleep(LIVE_EVERY) => {}
+                () = stop.cancelled() => return None,
+            }
+        }
+        let data = serde_json::to_string(&live.snapshot()).unwrap_or_default();
+        Some((
+            Ok::<_, std::convert::Infallible>(Event::default().event("snapshot").data(data)),
+            (live, stop, false),
+        ))
+    });
+    Sse::new(stream).into_response()
+}
+
+async fn clients(State(c): State<Console>, headers: HeaderMap) -> Response {
+    let a = match c.page_session(&headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let opts = &c.0.opts;
+    let mut sessions = vec![(
+        "console sessions".to_string(),
+        c.0.sessions.len().to_string(),
+    )];
+    if let Some(n) = &opts.session_counters {
+        let n = n.snapshot();
+        sessions.push(("MCP sessions open".into(), n.live.to_string()));
+        sessions.push(("closed at the cap".into(), n.evicted_at_cap.to_string()));
+        sessions.push((
+            "closed over a client's share".into(),
+            n.evicted_over_share.to_string(),
+        ));
+        sessions.push(("refused, all busy".into(), n.refused_all_busy.to_string()));
+        sessions.push((
+            "refused, client's share busy".into(),
+            n.refused_share_busy.to_string(),
+        ));
+    }
+    let rows = opts.live.by_client();
+    html(
+        StatusCode::OK,
+        pages::clients(&a.logout, &sessions, &opts.clients, &rows),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_narrower_grant_keeps_only_the_ticked_items_and_is_within_the_request() {
+        let r = toolhost_trust::Capabilities {
+            read: vec![
+                toolhost_trust::Folder::from(std::path::Path::new("/a")),
+                toolhost_trust::Folder::from(std::path::Path::new("/b")),
+            ],
+            env: vec!["HOME".into()],
+            ..Default::default()
+        };
+        let items = request_items(&r);
+        assert_eq!(items.len(), 3);
+        let g = narrowed(&r, &["read:1"]);
+        assert_eq!(g.read.len(), 1);
+        assert!(g.env.is_empty());
+        assert!(g.within(&r));
+    }
+}
