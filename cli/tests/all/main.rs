@@ -8,6 +8,7 @@
 mod audit;
 mod cli;
 mod conformance;
+mod console;
 mod deploy;
 mod discovery;
 mod elicit_terminal;

@@ -29,7 +29,7 @@ pub const MAX_LINE: usize = 1024 * 1024;
 pub const PAGE: usize = 50;
 /// Most bytes one page request reads before it stops with what it found (a filter that
 /// matches nothing in a huge trail answers with an empty page and a cursor to go on).
-pub const MAX_SCAN: u64 = 256 * 1024 * 1024;
+pub const MAX_SCAN: u64 = 64 * 1024 * 1024;
 
 /// A place in the trail: file number (0 the current file, `n` the `n`-th rotated one) and
 /// a byte offset in it. A record's place is where its line starts; a page's `next` is
@@ -74,6 +74,21 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Whether `line` may match, by a substring search of the client and tool filters
+    /// before the line is parsed: a record's JSON holds a value of plain characters
+    /// (letters, digits, `_ - . :`) exactly as written, so a line without it cannot
+    /// match. Values with other characters (which JSON may escape) are not pre-filtered.
+    fn may_match(&self, line: &[u8]) -> bool {
+        let plain = |v: &str| {
+            v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+        };
+        [&self.client, &self.tool]
+            .into_iter()
+            .filter(|v| !v.is_empty() && plain(v))
+            .all(|v| memchr::memmem::find(line, v.as_bytes()).is_some())
+    }
+
     fn matches(&self, r: &AuditRecord) -> bool {
         (self.client.is_empty() || r.client.as_deref() == Some(self.client.as_str()))
             && (self.tool.is_empty() || r.tool.contains(&self.tool))
@@ -140,7 +155,8 @@ pub fn page(files: &[PathBuf], filter: &Filter, from: Option<Cursor>) -> Page {
                 });
                 return false;
             }
-            if let Ok(r) = serde_json::from_slice::<AuditRecord>(line)
+            if filter.may_match(line)
+                && let Ok(r) = serde_json::from_slice::<AuditRecord>(line)
                 && filter.matches(&r)
             {
                 records.push((Cursor { file: n, offset }, r));
