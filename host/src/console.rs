@@ -15,7 +15,9 @@
 //!   trail as a record of tool `console.approve` or `console.deny`, client `console`,
 //!   session `console:XXXXXXXX` (the operator session's label).
 //! - **Every response** has a Content-Security-Policy that allows only the console's own
-//!   script and stylesheet, `no-store`, `nosniff`, no referrer and no framing.
+//!   script and stylesheet, `no-store`, `nosniff`, a referrer only to itself (with `no-referrer`
+//!   browsers send `Origin: null` on a form POST, which the origin check refuses) and no
+//!   framing.
 
 mod audit_view;
 mod auth;
@@ -156,7 +158,7 @@ async fn secure_headers(mut r: Response) -> Response {
     );
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.entry(header::CACHE_CONTROL)

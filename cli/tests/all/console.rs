@@ -592,7 +592,10 @@ fn a_gigabyte_audit_trail_pages_in_bounded_memory() {
     let rows = filtered.body.matches("<tr class=\"record\"").count();
     assert_eq!(rows, toolhost::console::PAGE);
     assert_eq!(
-        filtered.body.matches("<td class=\"tool\"><code>bulk_3</code>").count(),
+        filtered
+            .body
+            .matches("<td class=\"tool\"><code>bulk_3</code>")
+            .count(),
         rows,
         "every row is of the tool filtered on"
     );

@@ -9,6 +9,7 @@ mod audit;
 mod cli;
 mod conformance;
 mod console;
+mod console_browser;
 mod deploy;
 mod discovery;
 mod elicit_terminal;
