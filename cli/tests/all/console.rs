@@ -305,7 +305,6 @@ fn access_csrf_approval_and_escaping() {
             ("name", "calc"),
             ("digest", &digest),
             ("request", &req),
-            ("keep", "read:0"),
         ])
     };
     // A forged nonce, another session's nonce, another origin: 403, nothing changes.
@@ -365,8 +364,13 @@ fn access_csrf_approval_and_escaping() {
     assert_eq!(r.status, 409, "{}", r.body);
     assert_eq!(work.lock(), lock_before);
 
-    // The real approval, same origin: the lock now approves the new component, and the
-    // watching serve takes it up.
+    // The real approval, same origin, with a narrower grant (the requested folder
+    // unticked): the lock now approves the new component without it, and the watching
+    // serve takes it up.
+    assert!(
+        pending.contains("name=\"keep\" value=\"read:0\""),
+        "{pending}"
+    );
     let nonce = form_field(
         &get(&admin, "/console/pending", Some(&cookie)).body,
         "calc",
@@ -381,10 +385,12 @@ fn access_csrf_approval_and_escaping() {
         &approve_body(&nonce),
     );
     assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("with a narrower grant"), "{}", r.body);
+    let lock = work.lock();
+    assert!(lock.contains(&digest), "{lock}");
     assert!(
-        work.lock().contains(&digest.replace("sha256:", "")) || work.lock().contains(&digest),
-        "{}",
-        work.lock()
+        !lock.contains("data/files"),
+        "the unticked folder was granted: {lock}"
     );
     // Replayed: refused.
     assert_eq!(

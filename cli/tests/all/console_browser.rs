@@ -39,6 +39,9 @@ fn an_operator_reviews_approves_and_watches_in_chromium() {
         String::from_utf8_lossy(&out.stderr),
         serve.stderr()
     );
+    for metric in stdout.lines().filter(|l| l.starts_with("metric:")) {
+        eprintln!("{metric}");
+    }
     for page in [
         "login",
         "sources",

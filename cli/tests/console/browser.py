@@ -53,6 +53,12 @@ def inert(page):
 def shot(name):
     path = os.path.join(shots, f"{name}.png")
     assert driver.save_screenshot(path), path
+    # What the page weighed and when it first painted (docs/benchmarks.md, "Console").
+    nav = driver.execute_script(
+        "const n = performance.getEntriesByType('navigation')[0];"
+        "const p = performance.getEntriesByName('first-contentful-paint')[0];"
+        "return [n ? n.encodedBodySize : -1, n ? n.responseEnd - n.requestStart : -1, p ? p.startTime : -1]")
+    print(f"metric: {name} html_bytes={nav[0]} response_ms={nav[1]:.1f} first_paint_ms={nav[2]:.1f}", flush=True)
 
 
 def mcp_call(tool, arguments):
