@@ -268,6 +268,17 @@ async fn measure(target: &Target, clients: usize, window: Duration) -> Result<Fi
 /// Starts `toolhost serve --http` (release binary) with a plugins folder holding only
 /// `calc`, and `config` as its config file (none of the user's).
 fn spawn_toolhost(calc: &Path, dir: &Path, port: u16, config: &str) -> Result<Peer> {
+    spawn_toolhost_with(calc, dir, port, config, &[])
+}
+
+/// [`spawn_toolhost`] with `extra` flags.
+fn spawn_toolhost_with(
+    calc: &Path,
+    dir: &Path,
+    port: u16,
+    config: &str,
+    extra: &[&str],
+) -> Result<Peer> {
     let plugins = dir.join("plugins");
     std::fs::create_dir_all(&plugins)?;
     std::fs::copy(calc, plugins.join("calc.wasm"))?;
@@ -283,6 +294,7 @@ fn spawn_toolhost(calc: &Path, dir: &Path, port: u16, config: &str) -> Result<Pe
         .arg(dir.join("toolhost.toml"))
         .arg("--plugins")
         .arg(&plugins)
+        .args(extra)
         .env("RUST_LOG", "error")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -398,6 +410,19 @@ fn main() {
 
     let mut targets = Vec::new();
     let mut peers = Vec::new();
+    // `HTTP_THROUGHPUT_ONLY=console`: only the console's rows (below).
+    let only_console = std::env::var("HTTP_THROUGHPUT_ONLY").as_deref() == Ok("console");
+    if let Some(calc) = calc_wasm() {
+        match console_rows(&calc, tmp.path(), &mut peers) {
+            Ok(rows) => targets.extend(rows),
+            Err(e) => println!("console rows: skipped: {e:#}"),
+        }
+    }
+    if only_console {
+        run(&rt, &targets, window);
+        drop(peers);
+        return;
+    }
     match spawn_native() {
         Ok(addr) => targets.push(Target {
             label: "native add (serve_http_with in-process)",
@@ -511,6 +536,12 @@ fn main() {
         ),
     }
 
+    run(&rt, &targets, window);
+    drop(peers);
+}
+
+/// Measures every target at each of [`CLIENTS`] and prints the table.
+fn run(rt: &tokio::runtime::Runtime, targets: &[Target], window: Duration) {
     println!(
         "\n== tools/call over keep-alive HTTP/1.1, one MCP session per client; \
          {:?} warm-up + {window:?} measured per row ==",
@@ -550,5 +581,88 @@ fn main() {
             targets[*t].label, clients, f.calls_per_s, f.p50, f.p99, f.calls, ratio
         );
     }
-    drop(peers);
+}
+
+/// The cost of the operator console (docs/benchmarks.md, "Console"): `serve --admin`
+/// without the console, and with it and one live stream open (a logged-in session
+/// reading `/console/live/events`), twice each in alternating order.
+fn console_rows(calc: &Path, tmp: &Path, peers: &mut Vec<Peer>) -> Result<Vec<Target>> {
+    let token = "bench-operator-token-0123456789abcdef0123456789";
+    let token_file = tmp.join("operator.token");
+    std::fs::write(&token_file, token)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))?;
+    }
+    let tool = || Tool {
+        name: "add",
+        args: |n| json!({"x": n & 0xffff, "y": 1}),
+    };
+    let mut rows = Vec::new();
+    for (round, console) in [(0, false), (1, true), (2, false), (3, true)] {
+        let (port, admin) = (free_port()?, free_port()?);
+        let admin_addr = format!("127.0.0.1:{admin}");
+        let mut extra = vec!["--no-audit", "--admin", &admin_addr];
+        let file = token_file.display().to_string();
+        if console {
+            extra.extend(["--console", "--admin-token-file", &file]);
+        }
+        let dir = tmp.join(format!("console{round}"));
+        peers.push(spawn_toolhost_with(calc, &dir, port, "", &extra)?);
+        if console {
+            live_stream(&admin_addr, token)?;
+        }
+        rows.push(Target {
+            label: if console {
+                "serve --admin --console, 1 live stream open"
+            } else {
+                "serve --admin, no console"
+            },
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            tool: tool(),
+        });
+    }
+    Ok(rows)
+}
+
+/// Logs in to the console at `admin` and keeps its live stream open (read on a thread of
+/// its own for the life of the process), as a browser on the live page does.
+fn live_stream(admin: &str, token: &str) -> Result<()> {
+    use std::io::{Read, Write};
+    let started = Instant::now();
+    let mut stream = loop {
+        match std::net::TcpStream::connect(admin) {
+            Ok(s) => break s,
+            Err(e) if started.elapsed() > Duration::from_secs(30) => {
+                bail!("console at {admin}: {e}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    let body = format!("token={token}");
+    write!(
+        stream,
+        "POST /console/login HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    let cookie = reply
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .and_then(|c| c.split(';').next())
+        .ok_or_else(|| anyhow!("no session cookie from the console: {reply}"))?
+        .to_string();
+    let mut events = std::net::TcpStream::connect(admin)?;
+    write!(
+        events,
+        "GET /console/live/events HTTP/1.1\r\nHost: {admin}\r\nCookie: {cookie}\r\n\r\n"
+    )?;
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while matches!(events.read(&mut buf), Ok(n) if n > 0) {}
+    });
+    Ok(())
 }
