@@ -67,7 +67,10 @@ fn main() {
     let e = median(per_event);
     let s = median(per_snapshot);
     println!("LiveCalls::on_event (per completed call): {e:.0} ns");
-    println!("LiveCalls::snapshot (per open live page, once a second): {:.1} µs", s / 1000.0);
+    println!(
+        "LiveCalls::snapshot (per open live page, once a second): {:.1} µs",
+        s / 1000.0
+    );
     println!(
         "share of a call ({CALL_CPU_US} µs of server CPU): {:.3} % (goal ≤ 2 %)",
         e / (CALL_CPU_US * 1000.0) * 100.0

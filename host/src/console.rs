@@ -139,6 +139,10 @@ pub fn router(console: Console) -> axum::Router {
         .route("/console/static/console.css", get(css))
         .route("/console/static/console.js", get(js))
         .layer(axum::middleware::map_response(secure_headers))
+        .layer(axum::middleware::from_fn_with_state(
+            console.clone(),
+            loopback_host,
+        ))
         .with_state(console)
 }
 
@@ -236,27 +240,8 @@ impl Console {
     ) -> Result<auth::SessionView, Box<Response>> {
         let refuse =
             |status: StatusCode, why: &str| Box::new((status, format!("{why}\n")).into_response());
-        if let Some(site) = headers.get("sec-fetch-site")
-            && site.as_bytes() != b"same-origin"
-            && site.as_bytes() != b"none"
-        {
-            return Err(refuse(
-                StatusCode::FORBIDDEN,
-                "refused: sent from another site",
-            ));
-        }
-        if let (Some(origin), Some(host)) = (headers.get(header::ORIGIN), headers.get(header::HOST))
-        {
-            let o = origin.as_bytes();
-            let ok = [b"http://".as_slice(), b"https://".as_slice()]
-                .iter()
-                .any(|scheme| o.strip_prefix(*scheme) == Some(host.as_bytes()));
-            if !ok {
-                return Err(refuse(
-                    StatusCode::FORBIDDEN,
-                    "refused: sent from another origin",
-                ));
-            }
+        if let Some(why) = cross_site(headers) {
+            return Err(refuse(StatusCode::FORBIDDEN, why));
         }
         let Some(session) = self.session(headers) else {
             return Err(refuse(
@@ -317,6 +302,58 @@ impl Console {
     }
 }
 
+/// Why a POST is refused as sent from another site or origin, if it is: a
+/// `Sec-Fetch-Site` other than `same-origin` (or `none`, typed by the user), or an
+/// `Origin` that is not the console's own (`Host`).
+fn cross_site(headers: &HeaderMap) -> Option<&'static str> {
+    if let Some(site) = headers.get("sec-fetch-site")
+        && site.as_bytes() != b"same-origin"
+        && site.as_bytes() != b"none"
+    {
+        return Some("refused: sent from another site");
+    }
+    if let (Some(origin), Some(host)) = (headers.get(header::ORIGIN), headers.get(header::HOST)) {
+        let o = origin.as_bytes();
+        let ok = [b"http://".as_slice(), b"https://".as_slice()]
+            .iter()
+            .any(|scheme| o.strip_prefix(*scheme) == Some(host.as_bytes()));
+        if !ok {
+            return Some("refused: sent from another origin");
+        }
+    }
+    None
+}
+
+/// Refuses a request whose `Host` is not a loopback name (`127.0.0.1`, `localhost`,
+/// `[::1]`, with or without the port), unless TLS is in front (the proxy is the
+/// operator's): a page of another site whose name an attacker pointed at 127.0.0.1 (DNS
+/// rebinding) is same-origin to the browser, and must not reach the console.
+async fn loopback_host(
+    State(c): State<Console>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if !c.0.opts.secure_cookie {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        let name = match host.rsplit_once(':') {
+            Some((n, port)) if !n.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => host,
+        };
+        if !matches!(name, "127.0.0.1" | "localhost" | "[::1]") {
+            return (
+                StatusCode::MISDIRECTED_REQUEST,
+                "the console answers on a loopback name only (127.0.0.1, localhost, [::1])\n",
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
 fn field<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
     form.iter()
         .find(|(k, _)| k == name)
@@ -332,8 +369,13 @@ async fn login_page(State(c): State<Console>, headers: HeaderMap) -> Response {
 
 async fn login(
     State(c): State<Console>,
+    headers: HeaderMap,
     axum::Form(form): axum::Form<Vec<(String, String)>>,
 ) -> Response {
+    // Another site may not spend the bucket of tries (nor log a browser in).
+    if let Some(why) = cross_site(&headers) {
+        return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
+    }
     if let Err(wait) = c.0.sessions.may_try() {
         let secs = wait.as_secs().max(1);
         return (

@@ -170,6 +170,21 @@ fn get(admin: &str, path: &str, cookie: Option<&str>) -> Response {
     request(admin, "GET", path, &headers, "").unwrap()
 }
 
+/// `REQUEST_LINE` to `admin` with `Host: host`, on a connection of its own; the whole
+/// answer.
+fn raw_with_host(admin: &str, host: &str, request_line: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(admin).unwrap();
+    write!(
+        s,
+        "{request_line} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
 /// Logs in; the `Cookie` header value.
 fn login(admin: &str, token: &str) -> String {
     let r = post(
@@ -238,6 +253,19 @@ fn access_csrf_approval_and_escaping() {
         "ab".repeat(32)
     );
     assert_eq!(get(&admin, "/console/sources", Some(&forged)).status, 401);
+    // A name an attacker points at 127.0.0.1 (DNS rebinding): refused before anything.
+    let rebound = raw_with_host(&admin, "evil.example:80", "GET /console/login");
+    assert!(rebound.starts_with("HTTP/1.1 421"), "{rebound}");
+    assert!(raw_with_host(&admin, "localhost", "GET /console/login").starts_with("HTTP/1.1 200"));
+    // A login sent by another site: refused without spending a try.
+    let r = post(
+        &admin,
+        "/console/login",
+        None,
+        &[("Sec-Fetch-Site", "cross-site")],
+        &form(&[("token", &work.token)]),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
     // A wrong token.
     let r = post(
         &admin,
