@@ -32,6 +32,7 @@ pub use toolhost::trust::release;
 pub mod remove;
 pub mod serve;
 pub mod servers;
+pub mod skill_trust;
 pub mod term;
 
 /// toolhost: run sandboxed WebAssembly tools, MCP tools and native tools for LLMs.
@@ -57,6 +58,10 @@ pub struct HostArgs {
     /// The host config file (MCP servers, defaults).
     #[arg(long, global = true, default_value = "toolhost.toml")]
     pub config: PathBuf,
+    /// The skills folder `serve` offers and `approve skill:NAME` reads (default:
+    /// `[serve] skills` of the config; without either, no skills).
+    #[arg(long, global = true, env = "TOOLHOST_SKILLS")]
+    pub skills: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

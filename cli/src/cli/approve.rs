@@ -17,8 +17,8 @@ use clap::Args;
 pub struct ApproveArgs {
     #[command(flatten)]
     host: super::HostArgs,
-    /// The plugin (NAME of NAME.wasm in the plugins folder), or `mcp:SERVER` for the
-    /// tools of a configured MCP server.
+    /// The plugin (NAME of NAME.wasm in the plugins folder), `mcp:SERVER` for the tools
+    /// of a configured MCP server, or `skill:NAME` for a skill of the skills folder.
     pub name: String,
     /// Approve without asking (required when there is no terminal to ask on).
     #[arg(long, short = 'y')]
@@ -36,6 +36,12 @@ pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
     let dir = super::common::plugins_dir(&args.host, &config);
     if let Some(server) = args.name.strip_prefix("mcp:") {
         return super::mcp_trust::approve(&config, &dir, server, args.yes).await;
+    }
+    if let Some(skill) = args.name.strip_prefix("skill:") {
+        let Some(folder) = super::common::skills_dir(&args.host, &config) else {
+            bail!("no skills folder: pass --skills DIR or set [serve] skills in the config");
+        };
+        return super::skill_trust::approve(&folder, &dir, skill, args.yes);
     }
     let name = super::common::plugin_name_arg(&args.name)?;
     let host = super::common::host(&args.host, &config, false)?;

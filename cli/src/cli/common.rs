@@ -30,6 +30,11 @@ pub fn plugins_dir(args: &HostArgs, config: &HostConfig) -> PathBuf {
         .join("plugins")
 }
 
+/// The skills folder: `--skills`, else `[serve] skills`; `None`: no skills.
+pub fn skills_dir(args: &HostArgs, config: &HostConfig) -> Option<PathBuf> {
+    args.skills.clone().or_else(|| config.serve.skills.clone())
+}
+
 /// An empty registry with the operator's `[permissions]` in force (policy and hooks,
 /// toolhost's own files protected) and the remembered approvals of the data folder.
 pub fn new_registry(args: &HostArgs, config: &HostConfig) -> anyhow::Result<ToolRegistry> {

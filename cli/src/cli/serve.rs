@@ -149,6 +149,29 @@ enum DiscoveryArg {
     Search,
 }
 
+/// The skills `serve` offers: those of the skills folder the lock approves as they are
+/// (docs/trust.md, "Skills"); one warning per skill withheld or refused.
+fn served_skills(
+    host: &super::HostArgs,
+    config: &toolhost::config::HostConfig,
+) -> toolhost::skills::SkillSet {
+    let Some(folder) = super::common::skills_dir(host, config) else {
+        return toolhost::skills::SkillSet::default();
+    };
+    let dir = super::common::plugins_dir(host, config);
+    let lock =
+        toolhost_trust::Lock::load(&toolhost_trust::Lock::path_in(&dir)).unwrap_or_else(|e| {
+            tracing::warn!("{e}: no skill is offered");
+            toolhost_trust::Lock::default()
+        });
+    let (set, warnings) = toolhost::skills::offered(&folder, &lock, &dir);
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    tracing::info!(skills = set.skills().len(), folder = %folder.display(), "skills offered");
+    set
+}
+
 /// Resolves on SIGTERM or Ctrl-C (SIGINT).
 async fn shutdown_signal() {
     #[cfg(unix)]
@@ -277,6 +300,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     th.protect_paths(args.auth_token_file.iter().cloned());
     th.protect_paths(args.console.admin_token_file.iter().cloned());
     let console = super::console::setup(&args.console, &config, args.admin)?;
+    let skills = served_skills(&args.host, &config);
     // Tokens are checked before anything loads: a bad token file or an unauthenticated
     // --allow-remote stops here.
     let tokens = match args.http {
@@ -493,6 +517,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         authenticated: tokens.as_ref().is_some_and(|t| !t.is_empty()),
     };
     let mut server = McpServer::new(registry)
+        .with_skills(skills)
         .with_gateway(gateway)
         .with_initialize_wait(wraps_servers)
         .with_list_wait(args.list_wait)

@@ -29,6 +29,7 @@ mod replicas;
 mod secrets;
 mod serve;
 mod serve_auth;
+mod skills;
 mod soak;
 mod tasks;
 mod tenants;

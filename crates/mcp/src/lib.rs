@@ -70,6 +70,8 @@ pub use toolhost_sandbox as sandbox;
 #[cfg(feature = "runtime")]
 pub mod server;
 #[cfg(feature = "runtime")]
+pub mod skills;
+#[cfg(feature = "runtime")]
 mod sync;
 #[cfg(feature = "runtime")]
 mod task_asker;

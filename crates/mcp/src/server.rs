@@ -88,6 +88,7 @@ mod listen;
 mod listing;
 mod rounds;
 mod sessions;
+mod skills;
 mod stdio;
 mod tasks;
 
@@ -149,6 +150,8 @@ pub struct McpServer {
     /// Whether `initialize` waits for the load (the wrapped servers' capabilities and
     /// instructions are known only once they joined the gateway).
     initialize_waits: bool,
+    /// The skills served (the Skills extension, `server/skills.rs`); empty: none.
+    skills: crate::skills::SkillSet,
 }
 
 impl McpServer {
@@ -204,7 +207,7 @@ impl ServerHandler for McpServer {
         // Logs: the wrapped servers' and, later, the plugins'. Resources, prompts and
         // completions: what the wrapped servers offer (empty lists without any).
         caps.logging = Some(JsonObject::new());
-        if self.gateway.is_some() {
+        if self.gateway.is_some() || !self.skills.is_empty() {
             let mut resources = ResourcesCapability::default();
             resources.subscribe = Some(true);
             resources.list_changed = Some(true);
@@ -213,6 +216,12 @@ impl ServerHandler for McpServer {
             prompts.list_changed = Some(true);
             caps.prompts = Some(prompts);
             caps.completions = Some(JsonObject::new());
+        }
+        if !self.skills.is_empty() {
+            caps.extensions.get_or_insert_with(Default::default).insert(
+                crate::skills::SKILLS_EXTENSION.to_string(),
+                JsonObject::new(),
+            );
         }
         // Extensions a wrapped server offers and toolhost passes through faithfully (an
         // MCP App's `ui`): offered as the server offers them (gateway.rs).
@@ -349,6 +358,7 @@ impl ServerHandler for McpServer {
             None => Vec::new(),
         };
         let mut items = items;
+        items.extend(skills::resources(&self.skills));
         items.sort_by(|a, b| a.uri.cmp(&b.uri));
         Ok(ListResourcesResult::with_all_items(items))
     }
@@ -375,6 +385,9 @@ impl ServerHandler for McpServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         // A URI of a server still starting is known once the load is done.
         self.wait_for_load("resources/read").await;
+        if let Some(read) = skills::read(&self.skills, &request.uri) {
+            return read.map(ReadResourceResponse::Complete);
+        }
         let gateway = self.gateway_or_not_found("resources/read")?;
         let mut result = Box::pin(gateway.read_resource(&request.uri))
             .await
@@ -500,6 +513,22 @@ impl ServerHandler for McpServer {
         };
         complete_result_type(&mut result.result_type);
         Ok(result)
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
+        skills::list(&self.skills)
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, ErrorData> {
+        skills::get(&self.skills, &request.uri)
     }
 
     #[allow(deprecated)] // logging is deprecated for 2026-07-28; 2025-11-25 clients use it

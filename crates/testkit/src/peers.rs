@@ -66,6 +66,16 @@ pub fn apps_basic() -> Option<PathBuf> {
     )
 }
 
+/// The MCP Inspector's CLI script (npm `@modelcontextprotocol/inspector`, run with Node:
+/// `node SCRIPT COMMAND ARGS… --method METHOD`).
+pub fn inspector() -> Option<PathBuf> {
+    peer(
+        "TOOLHOST_MCP_INSPECTOR",
+        mcp_peers()
+            .join("node/node_modules/@modelcontextprotocol/inspector/clients/cli/build/index.js"),
+    )
+}
+
 /// server-filesystem's entry script (npm `@modelcontextprotocol/server-filesystem`).
 pub fn filesystem() -> Option<PathBuf> {
     peer(

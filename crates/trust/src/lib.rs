@@ -29,7 +29,8 @@ pub use defs::DefStore;
 pub use diff::{Diff, ToolChange};
 pub use error::TrustError;
 pub use lock::{
-    LOCK_FILE, Lock, McpEntry, PluginEntry, SignatureCovers, now_rfc3339, write_atomically,
+    LOCK_FILE, Lock, McpEntry, PluginEntry, SignatureCovers, SkillEntry, now_rfc3339,
+    write_atomically,
 };
 pub use state::{
     HeldCause, McpToolState, PackageSignature, TrustOptions, TrustState, UpdateRule, evaluate,

@@ -54,6 +54,9 @@ pub struct Lock {
     /// Approved MCP servers, by the server's name in the host config.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mcp: BTreeMap<String, McpEntry>,
+    /// Approved skills (the `skills/` folder `serve` offers), by skill name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skills: BTreeMap<String, SkillEntry>,
 }
 
 impl Default for Lock {
@@ -62,8 +65,20 @@ impl Default for Lock {
             version: VERSION,
             plugins: BTreeMap::new(),
             mcp: BTreeMap::new(),
+            skills: BTreeMap::new(),
         }
     }
+}
+
+/// The approval of one skill: the digest of its whole content (every file's path and
+/// digest), so any change to any file withholds it until approved again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillEntry {
+    /// "sha256:HEX" of the skill's manifest (see `toolhost_mcp::skills`).
+    pub digest: String,
+    /// When it was approved (RFC 3339, UTC).
+    pub approved_at: String,
 }
 
 /// The approval of one plugin.

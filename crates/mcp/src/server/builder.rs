@@ -34,7 +34,16 @@ impl McpServer {
             tasks: Arc::default(),
             task_support: Arc::default(),
             search: None,
+            skills: crate::skills::SkillSet::default(),
         }
+    }
+
+    /// Serves `skills` (the Skills extension: `skills/list`, `skills/get` and their files
+    /// as `skill://` resources); the caller has checked them against the operator's
+    /// approvals.
+    pub fn with_skills(mut self, skills: crate::skills::SkillSet) -> Self {
+        self.skills = skills;
+        self
     }
 
     /// What `tools/list` shows: every tool ([`Discovery::All`], the default), or

@@ -1,0 +1,89 @@
+//! The Skills extension on the server side (`io.modelcontextprotocol/skills`; the skills
+//! themselves are `crate::skills`): `skills/list` and `skills/get` (rmcp's handler methods
+//! and types), the skills' files in `resources/list`, and `resources/read` of their
+//! `skill://` URIs. Every entry carries the file digests and sizes the extension
+//! requires, so a client verifies what it reads.
+//!
+//! rmcp's own `SkillCatalog` serves a folder from disk as it is; toolhost serves the
+//! skills the operator approved, from the bytes read and digested at load
+//! (`crate::skills`), so it keeps the protocol types and not the catalog.
+
+use base64::Engine as _;
+use rmcp::ErrorData;
+use rmcp::model::{
+    CacheScope, GetSkillResult, ListSkillsResult, ReadResourceResult, Resource, Skill,
+};
+use serde_json::json;
+
+use crate::skills::{SkillSet, TTL_MS, mime_type, uri};
+
+/// A skill's entry as rmcp models it (`skills/list`, `skills/get`).
+fn entry(skill: &crate::skills::Skill) -> Result<Skill, ErrorData> {
+    serde_json::from_value::<Skill>(skill.entry())
+        .map_err(|e| ErrorData::internal_error(format!("skill {}: {e}", skill.name), None))
+}
+
+/// `skills/list`: every skill's entry, on one page.
+pub(super) fn list(set: &SkillSet) -> Result<ListSkillsResult, ErrorData> {
+    let skills = set
+        .skills()
+        .iter()
+        .map(|s| entry(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ListSkillsResult::with_all_items(skills)
+        .with_ttl_ms(TTL_MS)
+        .with_cache_scope(CacheScope::Public))
+}
+
+/// `skills/get`: the entry of the skill whose `SKILL.md` is `uri`; -32602 (with the URI)
+/// for a URI that names no skill served.
+pub(super) fn get(set: &SkillSet, uri: &str) -> Result<GetSkillResult, ErrorData> {
+    match set.by_uri(uri) {
+        Some(s) => Ok(GetSkillResult::new(entry(s)?)
+            .with_ttl_ms(TTL_MS)
+            .with_cache_scope(CacheScope::Public)),
+        None => Err(ErrorData::invalid_params(
+            format!("no skill is served at {uri}"),
+            Some(json!({ "uri": uri })),
+        )),
+    }
+}
+
+/// The skills' files as resources: each `SKILL.md` with the skill's name and
+/// description, the other files by path.
+pub(super) fn resources(set: &SkillSet) -> Vec<Resource> {
+    let mut out = Vec::new();
+    for s in set.skills() {
+        for f in &s.files {
+            let (name, description) = if f.path == "SKILL.md" {
+                (s.name.clone(), Some(s.description().to_string()))
+            } else {
+                (format!("{}/{}", s.name, f.path), None)
+            };
+            let value = json!({"uri": uri(&s.name, &f.path), "name": name,
+                "description": description, "mimeType": mime_type(&f.path, &f.bytes),
+                "size": f.bytes.len()});
+            match serde_json::from_value::<Resource>(value) {
+                Ok(r) => out.push(r),
+                Err(e) => tracing::warn!("skill resource {}: {e}", f.path),
+            }
+        }
+    }
+    out
+}
+
+/// `resources/read` of a `skill://` URI: the file as text (or base64 when it is not
+/// UTF-8); `None` when the URI names no file served.
+pub(super) fn read(set: &SkillSet, uri: &str) -> Option<Result<ReadResourceResult, ErrorData>> {
+    let (_, file) = set.file(uri)?;
+    let mime = mime_type(&file.path, &file.bytes);
+    let contents = match std::str::from_utf8(&file.bytes) {
+        Ok(text) => json!({"uri": uri, "mimeType": mime, "text": text}),
+        Err(_) => json!({"uri": uri, "mimeType": mime,
+            "blob": base64::engine::general_purpose::STANDARD.encode(&file.bytes)}),
+    };
+    Some(
+        serde_json::from_value::<ReadResourceResult>(json!({"contents": [contents]}))
+            .map_err(|e| ErrorData::internal_error(format!("skill file {uri}: {e}"), None)),
+    )
+}
