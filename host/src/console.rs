@@ -1054,9 +1054,24 @@ async fn clients(State(c): State<Console>, headers: HeaderMap) -> Response {
         ));
     }
     let rows = opts.live.by_client();
+    // Execution slots held now: each configured client's, and everyone's together.
+    let slots = opts.registry.slots();
+    let configured: Vec<(String, String)> = opts
+        .clients
+        .iter()
+        .map(|(name, share)| {
+            let (mine, _) = slots.held(name);
+            (
+                name.clone(),
+                format!("{share}; {mine} execution slot(s) in use now"),
+            )
+        })
+        .collect();
+    let (_, total) = slots.held("");
+    sessions.push(("execution slots in use now".into(), total.to_string()));
     html(
         StatusCode::OK,
-        pages::clients(&a.logout, &sessions, &opts.clients, &rows),
+        pages::clients(&a.logout, &sessions, &configured, &rows),
     )
 }
 

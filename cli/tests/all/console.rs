@@ -460,6 +460,9 @@ fn access_csrf_approval_and_escaping() {
     assert!(action["session"].as_str().unwrap().starts_with("console:"));
     assert_eq!(action["arguments"]["plugin"], "calc");
 
+    // The clients page: the sessions and the execution slots in use.
+    let clients = get(&admin, "/console/clients", Some(&cookie)).body;
+    assert!(clients.contains("execution slots in use now"), "{clients}");
     // Log out: the session's cookie is refused from then on.
     let logout_nonce = sources
         .body
