@@ -112,6 +112,9 @@ struct Shared {
     /// Set once the "runs unsandboxed" warning was logged (it is logged once per client,
     /// not at every reconnect).
     warned_unsandboxed: AtomicBool,
+    /// Set when `protocol = "auto"` could not start this server in 2026-07-28: every
+    /// later connection speaks 2025-11-25 to it (client/open.rs).
+    legacy_only: AtomicBool,
     stop: CancellationToken,
     /// The challenge of the last 403 `insufficient_scope` that ended an HTTP connection.
     denied: http_client::Denied,
@@ -179,6 +182,7 @@ impl McpClient {
                 reconnects: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
                 warned_unsandboxed: AtomicBool::new(false),
+                legacy_only: AtomicBool::new(false),
                 stop: CancellationToken::new(),
                 denied: Arc::default(),
             }),

@@ -178,7 +178,8 @@ pub struct McpServerConfig {
     /// tokens, keys), flagged; by default they are refused ([`crate::attribution`]).
     #[serde(default)]
     pub allow_secret_fields: bool,
-    /// The protocol revision toolhost speaks to this server (default `2025-11-25`).
+    /// The protocol revision toolhost speaks to this server (default `2025-11-25`; `auto`:
+    /// 2026-07-28 when it offers it, else 2025-11-25).
     #[serde(default)]
     pub protocol: McpProtocol,
     /// The most tools of this server toolhost uses: the first ones it lists (default

@@ -82,7 +82,55 @@ impl McpClient {
         &self.cfg.redactor
     }
 
+    /// The revision this connection starts in: the configured one, except that a server
+    /// `auto` could not start in 2026-07-28 is spoken to in 2025-11-25 from then on.
+    fn protocol(&self) -> McpProtocol {
+        if self.cfg.protocol == McpProtocol::Auto && self.shared.legacy_only.load(Ordering::Relaxed)
+        {
+            McpProtocol::Initialize
+        } else {
+            self.cfg.protocol
+        }
+    }
+
+    /// Opens a connection. Under `protocol = "auto"`, a server whose
+    /// 2026-07-28 start fails (a handshake error or a timeout: a server that answers
+    /// `server/discover` badly, or not at all) is started again in 2025-11-25 at once,
+    /// and remembered so: its later reconnections skip the attempt. One log line says so.
     pub(super) async fn open(&self) -> Result<Conn, McpClientError> {
+        let auto = self.protocol() == McpProtocol::Auto;
+        match self.open_once().await {
+            Err(e @ (McpClientError::Handshake { .. } | McpClientError::Timeout { .. }))
+                if auto =>
+            {
+                self.shared.legacy_only.store(true, Ordering::Relaxed);
+                tracing::warn!(
+                    server = %self.cfg.server,
+                    "server {}: starting it in 2026-07-28 failed ({}); toolhost speaks \
+                     2025-11-25 to it from now on",
+                    self.cfg.server,
+                    toolhost_core::tools::escape::escape_line(&e.to_string())
+                );
+                self.open_once().await
+            }
+            Ok(conn) if auto && conn.protocol != ProtocolVersion::V_2026_07_28.to_string() => {
+                // Started in 2025-11-25 after `server/discover` was refused or not
+                // answered: the next connections go there at once (a server that does
+                // not answer it would cost rmcp's discovery timeout each time).
+                self.shared.legacy_only.store(true, Ordering::Relaxed);
+                tracing::info!(
+                    server = %self.cfg.server,
+                    "server {} does not speak 2026-07-28; toolhost speaks {} to it",
+                    self.cfg.server,
+                    conn.protocol
+                );
+                Ok(conn)
+            }
+            other => other,
+        }
+    }
+
+    async fn open_once(&self) -> Result<Conn, McpClientError> {
         match &self.cfg.transport {
             McpTransport::Stdio { command, args, env } => {
                 self.open_stdio(command, args, env, None).await
@@ -96,7 +144,7 @@ impl McpClient {
             McpTransport::StreamableHttp { url, headers } => {
                 let server = self.cfg.server.clone();
                 let timeout = self.cfg.timeout;
-                let protocol = self.cfg.protocol;
+                let protocol = self.protocol();
                 let hooks = self.hooks();
                 let mut map = HashMap::new();
                 let mut auth = None;
@@ -227,7 +275,7 @@ impl McpClient {
     ) -> Result<Conn, McpClientError> {
         let server = self.cfg.server.clone();
         let timeout = self.cfg.timeout;
-        let protocol = self.cfg.protocol;
+        let protocol = self.protocol();
         let hooks = self.hooks();
         let program = resolve_command(command);
         let mut cmd = tokio::process::Command::new(&program);

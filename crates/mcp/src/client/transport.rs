@@ -259,7 +259,8 @@ pub(super) async fn kill_child(child: &tokio::sync::Mutex<tokio::process::Child>
 /// Which revision toolhost speaks to the server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 pub enum McpProtocol {
-    /// 2025-11-25 and older: the `initialize` handshake and a session.
+    /// 2025-11-25 and older: the `initialize` handshake and a session. The default (see
+    /// docs/mcp.md on why `auto` is not).
     #[default]
     #[serde(rename = "2025-11-25")]
     Initialize,
@@ -269,6 +270,8 @@ pub enum McpProtocol {
     #[serde(rename = "2026-07-28")]
     Discover,
     /// 2026-07-28 when the server offers it (`server/discover` answered), else 2025-11-25.
+    /// A server whose 2026-07-28 start fails, or that does not offer it, is spoken to in
+    /// 2025-11-25 from then on without asking again (client/open.rs).
     #[serde(rename = "auto")]
     Auto,
 }

@@ -10,7 +10,7 @@ use toolhost_core::tools::{
     ToolRegistry,
 };
 use toolhost_mcp::McpClientError;
-use toolhost_mcp::{McpClient, McpTransport, StdioLimits};
+use toolhost_mcp::{McpClient, McpProtocol, McpTransport, StdioLimits};
 
 use crate::support;
 
@@ -288,6 +288,42 @@ async fn registry_gets_namespaced_collisions_permissions_and_list_changed_update
         eventually(|| registry.contains("extra")).await,
         "{:?}",
         registry.list_tools()
+    );
+    client.close().await.unwrap();
+}
+
+/// `protocol = "auto"` against a server that never answers `server/discover`:
+/// the start falls back to 2025-11-25 once, and the reconnection after a crash goes there
+/// at once (the server is asked `server/discover` a single time in three processes).
+#[tokio::test]
+async fn auto_falls_back_once_for_a_server_silent_to_discover_and_remembers_it() {
+    let log = temp_log("silent-discover");
+    let client = misbehaving(&log, &[("MISBEHAVE_SILENT_DISCOVER", "1")])
+        .with_protocol(McpProtocol::Auto)
+        .with_timeout_duration(Duration::from_secs(2));
+    client.connect().await.unwrap();
+    let out = client
+        .call_tool("echo", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!({"text": "hi"}));
+    let err = client.call_tool("crash", json!({})).await.unwrap_err();
+    assert!(matches!(err, McpClientError::Closed { .. }), "{err:?}");
+    let out = client
+        .call_tool("echo", json!({"text": "again"}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!({"text": "again"}));
+    let lines = log_lines(&log);
+    assert_eq!(
+        lines.iter().filter(|l| *l == "discover").count(),
+        1,
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| *l == "start").count(),
+        3,
+        "{lines:?}"
     );
     client.close().await.unwrap();
 }
