@@ -1,4 +1,4 @@
-//! The operator console in a real browser: `cli/tests/console/browser.py` drives headless
+//! The operator console in a real browser: `cli/tests/browser/console.py` drives headless
 //! Chromium (Debian) through ChromeDriver with the selenium client (PyPI) against a real
 //! `serve --console` on the set-up of `console.rs`: log in, see the sources, approve the
 //! held plugin and watch its state change, see a live call appear, filter the audit trail,
@@ -22,7 +22,7 @@ fn an_operator_reviews_approves_and_watches_in_chromium() {
     let root = toolhost_testkit::workspace_root();
     let shots = root.join("target").join("console-screenshots");
     let out = Command::new(&browser.python)
-        .arg(root.join("cli/tests/console/browser.py"))
+        .arg(root.join("cli/tests/browser/console.py"))
         .arg(format!("http://{admin}"))
         .arg(&work.token_file)
         .arg(&serve.url)

@@ -4,6 +4,12 @@
 //! `io.modelcontextprotocol/ui` extension. The tool's UI link (`_meta.ui.resourceUri`),
 //! its title and output schema, the `ui://` view listed and read (HTML, MIME type,
 //! `_meta`), and a call's `structuredContent` are the same both ways.
+//!
+//! And in a real browser (`cli/tests/browser/app_host.py`: headless Chromium driven by
+//! selenium): the view read through `serve --http` runs in a scripts-only sandboxed
+//! iframe, says hello to its host (`ui/initialize`), and its own button's `tools/call`
+//! reaches the wrapped server through the host's bridge and `serve`; the view shows the
+//! time the server returned.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -140,4 +146,47 @@ fn the_ext_apps_example_server_through_serve_is_as_direct() {
     assert!(time.len() >= 20 && time.ends_with('Z'), "{}", got.call);
     assert_eq!(got.call["content"][0]["text"], s["time"]);
     assert_eq!(got.call["isError"], json!(false));
+}
+
+#[test]
+fn the_example_app_runs_in_chromium_and_calls_its_tool_through_serve() {
+    let (Some(app), Some(browser)) = (peers::apps_basic(), peers::browser()) else {
+        return;
+    };
+    let dir = toolhost_testkit::temp_dir("mcp-apps-browser");
+    std::fs::write(
+        dir.join("toolhost.toml"),
+        format!(
+            "[mcp.servers.apps]\ncommand = \"node\"\nargs = [{:?}, \"--stdio\"]\n\
+             default_risk = \"read-only\"\n",
+            app.display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    let serve = toolhost_testkit::serve::ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        &dir,
+        &["--plugins", "plugins", "--no-audit", "--no-watch"],
+        &[],
+        "all tools loaded",
+        std::time::Duration::from_secs(120),
+    );
+    let root = toolhost_testkit::workspace_root();
+    let out = Command::new(&browser.python)
+        .arg(root.join("cli/tests/browser/app_host.py"))
+        .arg(&serve.url)
+        .arg(root.join("target").join("console-screenshots"))
+        .env("TOOLHOST_CHROMIUM", &browser.chromium)
+        .env("TOOLHOST_CHROMEDRIVER", &browser.chromedriver)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.lines().last() == Some("OK"),
+        "the App run failed ({}):\n{stdout}\n{}\n--- serve:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        serve.stderr()
+    );
 }
