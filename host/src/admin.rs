@@ -323,6 +323,29 @@ pub(crate) fn tool_label(tool: &str) -> String {
     TOOL_LABELS.label(tool)
 }
 
+/// The `tool` and `outcome` labels of a completed call, as `/metrics` and the console's
+/// live view count it. Only names the registry holds become tool labels (`(unknown)`
+/// otherwise: `source` is `None`), and at most [`MAX_TOOL_LABELS`] of them; the outcome
+/// is `ok` or the error kind.
+pub(crate) fn call_labels(
+    tool: &str,
+    source: Option<&ToolSource>,
+    ok: bool,
+    error_kind: Option<&String>,
+) -> (String, String) {
+    let tool = if source.is_some() {
+        tool_label(tool)
+    } else {
+        "(unknown)".to_string()
+    };
+    let outcome = if ok {
+        "ok".to_string()
+    } else {
+        error_kind.cloned().unwrap_or_else(|| "error".into())
+    };
+    (tool, outcome)
+}
+
 /// Records [`ToolEvent`]s as metrics (attached to the registry like the audit trail).
 #[derive(Debug, Default)]
 pub struct MetricsListener;
@@ -362,19 +385,8 @@ impl ToolEventListener for MetricsListener {
                 duration,
                 ..
             } => {
-                // Only names the registry holds become label values, and at most
-                // `MAX_TOOL_LABELS` of them.
-                let tool = if source.is_some() {
-                    TOOL_LABELS.label(tool)
-                } else {
-                    "(unknown)".to_string()
-                };
+                let (tool, outcome) = call_labels(tool, source.as_ref(), *ok, error_kind.as_ref());
                 let source_label = source_label(source.as_ref());
-                let outcome = if *ok {
-                    "ok".to_string()
-                } else {
-                    error_kind.clone().unwrap_or_else(|| "error".into())
-                };
                 if let (Some(ToolSource::Wasm { .. }), Some(kind)) = (source, error_kind)
                     && let Some(trap) = trap_kind(kind, error.as_deref().unwrap_or(""))
                 {

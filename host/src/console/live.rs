@@ -243,16 +243,8 @@ impl ToolEventListener for LiveCalls {
                 duration,
                 ..
             } => {
-                let tool = if source.is_some() {
-                    crate::admin::tool_label(tool)
-                } else {
-                    "(unknown)".to_string()
-                };
-                let outcome = if *ok {
-                    "ok".to_string()
-                } else {
-                    error_kind.clone().unwrap_or_else(|| "error".into())
-                };
+                let (tool, outcome) =
+                    crate::admin::call_labels(tool, source.as_ref(), *ok, error_kind.as_ref());
                 self.completed(
                     tool,
                     crate::admin::client_label(client.as_deref()),
