@@ -254,3 +254,106 @@ fn approved_skills_verify_in_the_inspector_and_hostile_ones_are_withheld() {
     );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("do something else"));
 }
+
+/// Wrapped servers' skills pass through `serve`: two inner `toolhost serve --stdio
+/// --skills` servers, wrapped by an outer `serve` that has no skills of its own. The
+/// Inspector verifies, through the outer gateway, every file of the skill only one server
+/// serves; the skill URI both serve is passed from neither (one URI cannot name two
+/// skills to a client), with a warning.
+#[test]
+fn wrapped_servers_skills_pass_through_and_a_contested_uri_is_not_passed() {
+    let (Some(script), Some(suite)) = (peers::inspector(), peers::suite()) else {
+        return;
+    };
+    let node = suite.node();
+    let dir = toolhost_testkit::temp_dir("skills-gateway");
+    for (inner, names) in [
+        ("a", &["git-workflow"][..]),
+        ("b", &["git-workflow", "release-notes"][..]),
+    ] {
+        let folder = dir.join(inner);
+        std::fs::create_dir_all(folder.join("plugins")).unwrap();
+        for name in names {
+            skill(
+                &folder.join("skills"),
+                name,
+                &format!("{name} of server {inner}"),
+                "# Steps",
+            );
+            write(
+                &folder.join("skills"),
+                &format!("{name}/references/MORE.md"),
+                inner,
+            );
+            let out = toolhost(
+                &[
+                    "approve",
+                    &format!("skill:{name}"),
+                    "--yes",
+                    "--plugins",
+                    "plugins",
+                    "--skills",
+                    "skills",
+                ],
+                &folder,
+            );
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let bin = env!("CARGO_BIN_EXE_toolhost");
+    let mut config = String::new();
+    for inner in ["a", "b"] {
+        let folder = dir.join(inner);
+        // Each inner serve has a config of its own (empty): the outer one's, read from the
+        // working folder they share, would make each inner serve wrap the inner ones again.
+        std::fs::write(folder.join("inner.toml"), "").unwrap();
+        config.push_str(&format!(
+            "[mcp.servers.{inner}]\ncommand = {bin:?}\nargs = [\"serve\", \"--stdio\", \"--no-audit\", \
+             \"--config\", {:?}, \"--plugins\", {:?}, \"--skills\", {:?}]\ndefault_risk = \"read-only\"\n",
+            folder.join("inner.toml").display().to_string(),
+            folder.join("plugins").display().to_string(),
+            folder.join("skills").display().to_string(),
+        ));
+    }
+    std::fs::write(dir.join("toolhost.toml"), config).unwrap();
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    let out = Command::new(&node)
+        .arg(&script)
+        .arg(bin)
+        // The outer serve reads `toolhost.toml` of its working folder (the Inspector takes
+        // `--config` as its own option).
+        .args(["serve", "--stdio", "--no-audit", "--plugins"])
+        .arg(dir.join("plugins"))
+        .arg("--cwd")
+        .arg(&dir)
+        .args(["--method", "skills/list", "--verify"])
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("MCP_CATALOG_PATH", dir.join("inspector-catalog.json"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let reports: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let names: Vec<&str> = reports.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(names, ["release-notes"], "{stdout}\n{stderr}");
+    assert_eq!(reports[0]["outcome"], "verified", "{stdout}");
+    assert_eq!(
+        reports[0]["files"].as_array().map(Vec::len),
+        Some(2),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("served by more than one server"),
+        "{stderr}"
+    );
+}

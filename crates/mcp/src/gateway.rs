@@ -18,6 +18,7 @@
 
 mod error;
 pub mod routes;
+mod skills;
 
 pub use error::GatewayError;
 
@@ -80,6 +81,8 @@ struct Routes {
     templates: Vec<(String, String, String)>,
     templates_listed: bool,
     prompts: HashMap<String, (String, String)>,
+    /// The server of each skill URI listed (its `SKILL.md` and every file of its entry).
+    skills: HashMap<String, String>,
 }
 
 struct Inner {
@@ -403,6 +406,16 @@ impl Gateway {
             && let Some(u) = find(&server)
         {
             return Ok((u, original));
+        }
+        // A skill's files are read under the URIs its entry names (gateway/skills.rs).
+        let skill = {
+            let routes = self.inner.routes.read().unwrap_or_else(|e| e.into_inner());
+            routes.skills.get(uri).cloned()
+        };
+        if let Some(server) = skill
+            && let Some(u) = find(&server)
+        {
+            return Ok((u, uri.to_string()));
         }
         let listed_templates = self
             .inner

@@ -217,7 +217,7 @@ impl ServerHandler for McpServer {
             caps.prompts = Some(prompts);
             caps.completions = Some(JsonObject::new());
         }
-        if !self.skills.is_empty() {
+        if !self.skills.is_empty() || self.gateway.as_ref().is_some_and(Gateway::offers_skills) {
             caps.extensions.get_or_insert_with(Default::default).insert(
                 crate::skills::SKILLS_EXTENSION.to_string(),
                 JsonObject::new(),
@@ -520,7 +520,12 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
-        skills::list(&self.skills)
+        self.wait_for_load("skills/list").await;
+        let wrapped = match &self.gateway {
+            Some(g) => Box::pin(g.list_skills()).await,
+            None => Vec::new(),
+        };
+        skills::list(&self.skills, wrapped)
     }
 
     async fn get_skill(
@@ -528,7 +533,12 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetSkillRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetSkillResult, ErrorData> {
-        skills::get(&self.skills, &request.uri)
+        self.wait_for_load("skills/get").await;
+        let wrapped = match (&self.gateway, self.skills.by_uri(&request.uri)) {
+            (Some(g), None) => Box::pin(g.get_skill(&request.uri)).await,
+            _ => None,
+        };
+        skills::get(&self.skills, &request.uri, wrapped)
     }
 
     #[allow(deprecated)] // logging is deprecated for 2026-07-28; 2025-11-25 clients use it

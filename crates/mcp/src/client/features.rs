@@ -63,6 +63,11 @@ pub struct UpstreamInfo {
 }
 
 impl UpstreamInfo {
+    /// Whether it offers skills (the Skills extension).
+    pub fn skills(&self) -> bool {
+        self.capabilities.supports_skills()
+    }
+
     /// Whether it offers resources.
     pub fn resources(&self) -> bool {
         self.capabilities.resources.is_some()
@@ -189,6 +194,26 @@ impl McpClient {
             peer.read_resource(params).await
         })
         .await
+    }
+
+    /// `skills/list` (the Skills extension), every page (bounded).
+    pub async fn list_skills(&self) -> Result<Vec<rmcp::model::Skill>, UpstreamError> {
+        self.paged("skills/list", |peer, params| async move {
+            let r = peer.list_skills(params).await?;
+            Ok((r.skills, r.next_cursor))
+        })
+        .await
+    }
+
+    /// `skills/get` of the skill whose `SKILL.md` is `uri`.
+    pub async fn get_skill(&self, uri: &str) -> Result<rmcp::model::Skill, UpstreamError> {
+        let params = rmcp::model::GetSkillRequestParams::new(uri);
+        self.upstream(
+            "skills/get",
+            |peer| async move { peer.get_skill(params).await },
+        )
+        .await
+        .map(|r| r.skill)
     }
 
     /// `resources/subscribe`.

@@ -23,23 +23,35 @@ fn entry(skill: &crate::skills::Skill) -> Result<Skill, ErrorData> {
         .map_err(|e| ErrorData::internal_error(format!("skill {}: {e}", skill.name), None))
 }
 
-/// `skills/list`: every skill's entry, on one page.
-pub(super) fn list(set: &SkillSet) -> Result<ListSkillsResult, ErrorData> {
-    let skills = set
+/// `skills/list`: every skill's entry, then the wrapped servers' (`wrapped`), on one
+/// page. A wrapped skill at a URI toolhost serves itself is not listed: the URI names
+/// toolhost's own.
+pub(super) fn list(set: &SkillSet, wrapped: Vec<Skill>) -> Result<ListSkillsResult, ErrorData> {
+    let mut skills = set
         .skills()
         .iter()
         .map(|s| entry(s))
         .collect::<Result<Vec<_>, _>>()?;
+    skills.extend(wrapped.into_iter().filter(|w| set.by_uri(&w.uri).is_none()));
     Ok(ListSkillsResult::with_all_items(skills)
         .with_ttl_ms(TTL_MS)
         .with_cache_scope(CacheScope::Public))
 }
 
-/// `skills/get`: the entry of the skill whose `SKILL.md` is `uri`; -32602 (with the URI)
-/// for a URI that names no skill served.
-pub(super) fn get(set: &SkillSet, uri: &str) -> Result<GetSkillResult, ErrorData> {
-    match set.by_uri(uri) {
-        Some(s) => Ok(GetSkillResult::new(entry(s)?)
+/// `skills/get`: the entry of the skill whose `SKILL.md` is `uri` (toolhost's own, else
+/// `wrapped`, a wrapped server's); -32602 (with the URI) for a URI that names no skill
+/// served.
+pub(super) fn get(
+    set: &SkillSet,
+    uri: &str,
+    wrapped: Option<Skill>,
+) -> Result<GetSkillResult, ErrorData> {
+    let found = match set.by_uri(uri) {
+        Some(s) => Some(entry(s)?),
+        None => wrapped,
+    };
+    match found {
+        Some(s) => Ok(GetSkillResult::new(s)
             .with_ttl_ms(TTL_MS)
             .with_cache_scope(CacheScope::Public)),
         None => Err(ErrorData::invalid_params(
