@@ -1,0 +1,492 @@
+//! The console's sources and pending pages and its two actions, approve and deny
+//! (docs/console.md, "Pages"): what each plugin, native source and wrapped server offers
+//! under the trust model, and the review of each plugin not approved as it is, decided
+//! through the one approval route of `toolhost approve` ([`crate::trust::review_plugin`]).
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::{Console, field, html, pages};
+use crate::tools::ToolSource;
+use crate::trust::TrustState;
+
+/// Query of the sources page.
+#[derive(Debug, Deserialize, Default)]
+pub(super) struct SourcesQuery {
+    #[serde(default)]
+    q: String,
+    #[serde(default)]
+    kind: String,
+}
+
+fn state_text(t: &crate::trust::PluginTrust) -> String {
+    match &t.state {
+        TrustState::Approved => "approved".into(),
+        TrustState::Updated { .. } => "approved (update accepted)".into(),
+        TrustState::Unapproved if t.loaded => "unapproved: runs with no capability".into(),
+        TrustState::Unapproved => "unapproved: not loaded".into(),
+        TrustState::Changed { withheld } => format!("changed: withheld {}", withheld.join(", ")),
+        TrustState::Held { reason, .. } => format!("held: {reason}"),
+    }
+}
+
+fn findings_of(source: &str, tools: &[pages::ToolRow]) -> Vec<(String, String, String)> {
+    let subjects: Vec<toolhost_lint::Subject> = tools
+        .iter()
+        .map(|t| {
+            toolhost_lint::Subject::shown(
+                source,
+                crate::tools::shown::ShownTool::new(
+                    t.name.clone(),
+                    t.description.clone(),
+                    t.parameters.clone(),
+                    t.permissions.clone(),
+                ),
+            )
+        })
+        .collect();
+    let mut f = toolhost_lint::lint(&subjects);
+    toolhost_lint::sort(&mut f);
+    f.into_iter()
+        .map(|f| (f.severity.as_str().to_string(), f.tool, f.message))
+        .collect()
+}
+
+pub(super) async fn sources(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Query(q): Query<SourcesQuery>,
+) -> Response {
+    let a = match c.page_session(&headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let opts = &c.0.opts;
+    let lock = toolhost_trust::Lock::load(&toolhost_trust::Lock::path_in(&opts.plugins_dir))
+        .unwrap_or_default();
+    let entries = opts.registry.entries();
+    let row_tool = |e: &crate::tools::ToolEntry| pages::ToolRow {
+        name: e.name().to_string(),
+        description: e.description().to_string(),
+        permissions: e
+            .permissions()
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect(),
+        parameters: e.parameters().clone(),
+    };
+    let mut rows = Vec::new();
+    for (t, plugin) in opts.board.snapshot() {
+        let path = t.path.display().to_string();
+        let tools: Vec<pages::ToolRow> = entries
+            .iter()
+            .filter(|e| matches!(e.source(), ToolSource::Wasm { path: p } if *p == path))
+            .map(|e| row_tool(e))
+            .collect();
+        let entry = lock.plugins.get(&t.name);
+        rows.push(pages::SourceRow {
+            kind: "plugin",
+            name: t.name.clone(),
+            state: state_text(&t),
+            version: t
+                .version
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            signer: entry.and_then(|e| e.signer.clone()).unwrap_or_default(),
+            grant: t.effective.as_ref().map(|g| g.lines()).unwrap_or_default(),
+            imports: plugin
+                .as_ref()
+                .and_then(|p| p.imports().ok().map(<[String]>::to_vec))
+                .unwrap_or_default(),
+            findings: findings_of(&format!("plugin:{}", t.name), &tools),
+            tools,
+        });
+    }
+    let native: Vec<pages::ToolRow> = entries
+        .iter()
+        .filter(|e| matches!(e.source(), ToolSource::Native))
+        .map(|e| row_tool(e))
+        .collect();
+    if !native.is_empty() {
+        rows.push(pages::SourceRow {
+            kind: "native",
+            name: "built in".into(),
+            state: "trusted (compiled into toolhost)".into(),
+            version: String::new(),
+            signer: String::new(),
+            grant: Vec::new(),
+            imports: Vec::new(),
+            findings: Vec::new(),
+            tools: native,
+        });
+    }
+    let mut servers: std::collections::BTreeMap<String, Vec<pages::ToolRow>> = Default::default();
+    for e in &entries {
+        if let ToolSource::Mcp { server } = e.source() {
+            servers.entry(server.clone()).or_default().push(row_tool(e));
+        }
+    }
+    for (server, tools) in servers {
+        let pinned = lock.mcp.contains_key(&server);
+        rows.push(pages::SourceRow {
+            kind: "mcp",
+            findings: findings_of(&format!("mcp:{server}"), &tools),
+            name: server,
+            state: if pinned {
+                "pinned (tool definitions approved)"
+            } else {
+                "not pinned"
+            }
+            .into(),
+            version: String::new(),
+            signer: String::new(),
+            grant: Vec::new(),
+            imports: Vec::new(),
+            tools,
+        });
+    }
+    let needle = q.q.to_lowercase();
+    rows.retain(|r| q.kind.is_empty() || r.kind == q.kind);
+    if !needle.is_empty() {
+        rows.retain(|r| {
+            r.name.to_lowercase().contains(&needle)
+                || r.tools.iter().any(|t| {
+                    t.name.to_lowercase().contains(&needle)
+                        || t.description.to_lowercase().contains(&needle)
+                })
+        });
+    }
+    html(
+        StatusCode::OK,
+        pages::sources(&a.logout, &rows, &q.q, &q.kind),
+    )
+}
+
+/// Most plugins reviewed for one view of the pending page.
+pub const MAX_PENDING_SHOWN: usize = 20;
+
+fn request_hash(request: &toolhost_trust::Capabilities) -> String {
+    toolhost_trust::canon::sha256(
+        serde_json::to_string(request)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+}
+
+/// The request's capabilities one a line, each with its form key.
+fn request_items(r: &toolhost_trust::Capabilities) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    out.extend(
+        r.read
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("read:{i}"), format!("read {f}"))),
+    );
+    out.extend(
+        r.write
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("write:{i}"), format!("write {f}"))),
+    );
+    out.extend(
+        r.network
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (format!("network:{i}"), format!("network {n}"))),
+    );
+    if r.sockets {
+        out.push(("sockets".into(), "sockets".into()));
+    }
+    out.extend(
+        r.env
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (format!("env:{i}"), format!("env {e}"))),
+    );
+    out.extend(
+        r.config
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (format!("config:{i}"), format!("config {k}"))),
+    );
+    out
+}
+
+/// The request with only the items whose keys are in `keep`.
+fn narrowed(r: &toolhost_trust::Capabilities, keep: &[&str]) -> toolhost_trust::Capabilities {
+    fn pick<T: Clone>(keep: &[&str], kind: &str, v: &[T]) -> Vec<T> {
+        v.iter()
+            .enumerate()
+            .filter(|(i, _)| keep.contains(&format!("{kind}:{i}").as_str()))
+            .map(|(_, x)| x.clone())
+            .collect()
+    }
+    let mut g = r.clone();
+    g.read = pick(keep, "read", &r.read);
+    g.write = pick(keep, "write", &r.write);
+    g.network = pick(keep, "network", &r.network);
+    g.env = pick(keep, "env", &r.env);
+    g.config = pick(keep, "config", &r.config);
+    g.sockets = r.sockets && keep.contains(&"sockets");
+    g
+}
+
+pub(super) async fn pending(State(c): State<Console>, headers: HeaderMap) -> Response {
+    let a = match c.page_session(&headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let opts = &c.0.opts;
+    let waiting: Vec<_> = opts
+        .board
+        .snapshot()
+        .into_iter()
+        .filter(|(t, _)| !matches!(t.state, TrustState::Approved | TrustState::Updated { .. }))
+        .take(MAX_PENDING_SHOWN)
+        .collect();
+    let mut rows = Vec::new();
+    for (t, _) in waiting {
+        let nonces = match (c.nonce(&a.session), c.nonce(&a.session)) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(r), _) | (_, Err(r)) => return *r,
+        };
+        let mut row = pages::PendingRow {
+            name: t.name.clone(),
+            state: state_text(&t),
+            digest: String::new(),
+            request_hash: String::new(),
+            summary: String::new(),
+            release: String::new(),
+            diff: String::new(),
+            findings: Vec::new(),
+            request: Vec::new(),
+            refusal: None,
+            denied: None,
+            nonces,
+            reviewable: false,
+        };
+        match crate::trust::review_plugin(&opts.host, &opts.plugins_dir, &opts.trust_keys, &t.name)
+            .await
+        {
+            Ok(r) if r.already_approved() => continue,
+            Ok(r) => {
+                row.digest.clone_from(&r.candidate.digest);
+                row.request_hash = request_hash(&r.candidate.request);
+                row.summary = r.candidate.summary();
+                row.release.clone_from(&r.release.text);
+                row.diff = r.diff.as_ref().map(ToString::to_string).unwrap_or_default();
+                row.findings = r
+                    .findings
+                    .iter()
+                    .map(|f| {
+                        (
+                            f.severity.as_str().to_string(),
+                            f.tool.clone(),
+                            f.message.clone(),
+                        )
+                    })
+                    .collect();
+                row.request = request_items(&r.candidate.request);
+                row.refusal.clone_from(&r.release.refusal);
+                row.denied =
+                    c.0.denied
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .iter()
+                        .find(|(n, d, _)| *n == t.name && *d == r.candidate.digest)
+                        .map(|(_, _, why)| why.clone());
+                row.reviewable = true;
+            }
+            Err(e) => row.state = format!("{}; cannot be reviewed: {e}", row.state),
+        }
+        rows.push(row);
+    }
+    html(StatusCode::OK, pages::pending(&a.logout, &rows))
+}
+
+pub(super) async fn approve(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    axum::Form(form): axum::Form<Vec<(String, String)>>,
+) -> Response {
+    let s = match c.post_session(&headers, &form) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let opts = &c.0.opts;
+    let name = field(&form, "name").unwrap_or("");
+    let digest = field(&form, "digest").unwrap_or("");
+    let keep: Vec<&str> = form
+        .iter()
+        .filter(|(k, _)| k == "keep")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let allow_downgrade = field(&form, "allow_downgrade") == Some("1");
+    let args = serde_json::json!({
+        "plugin": name, "digest": digest, "keep": keep, "allow_downgrade": allow_downgrade,
+    });
+    let fail = |status: StatusCode, why: String| {
+        c.record(
+            &s,
+            "console.approve",
+            args.clone(),
+            false,
+            Some(why.clone()),
+        );
+        html(
+            status,
+            pages::message(
+                "Not approved",
+                "/console/pending",
+                &c.nonce(&s).unwrap_or_default(),
+                &why,
+                "/console/pending",
+            ),
+        )
+    };
+    let review =
+        match crate::trust::review_plugin(&opts.host, &opts.plugins_dir, &opts.trust_keys, name)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return fail(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+        };
+    if review.candidate.digest != digest
+        || request_hash(&review.candidate.request) != field(&form, "request").unwrap_or("")
+    {
+        return fail(
+            StatusCode::CONFLICT,
+            format!(
+                "{name} changed since the page was shown (component or request); review it again"
+            ),
+        );
+    }
+    let request = &review.candidate.request;
+    match opts
+        .permissions
+        .denied_folders(&request.read, &request.write)
+    {
+        Ok(refused) if refused.is_empty() => {}
+        Ok(refused) => {
+            return fail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "the request names folders that may never be granted: {}",
+                    refused.join("; ")
+                ),
+            );
+        }
+        Err(e) => return fail(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+    }
+    let all = request_items(request).len();
+    let grant = (keep.len() < all).then(|| narrowed(request, &keep));
+    match review.approve(&opts.plugins_dir, grant, allow_downgrade) {
+        Ok(lock) => {
+            c.record(&s, "console.approve", args, true, None);
+            tracing::info!(plugin = %toolhost_trust::clean(name), session = %s.label, "console: plugin approved");
+            let text = format!(
+                "Approved {name}{} in {}. A watching serve takes it up within a second.",
+                if keep.len() < all {
+                    " with a narrower grant"
+                } else {
+                    ""
+                },
+                lock.display()
+            );
+            html(
+                StatusCode::OK,
+                pages::message(
+                    "Approved",
+                    "/console/pending",
+                    &c.nonce(&s).unwrap_or_default(),
+                    &text,
+                    "/console/sources",
+                ),
+            )
+        }
+        Err(e) => fail(StatusCode::CONFLICT, e.to_string()),
+    }
+}
+
+pub(super) async fn deny(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    axum::Form(form): axum::Form<Vec<(String, String)>>,
+) -> Response {
+    let s = match c.post_session(&headers, &form) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let name = field(&form, "name").unwrap_or("").to_string();
+    let digest = field(&form, "digest").unwrap_or("").to_string();
+    if !c
+        .0
+        .opts
+        .board
+        .snapshot()
+        .iter()
+        .any(|(t, _)| t.name == name)
+    {
+        return (StatusCode::NOT_FOUND, "no such plugin\n").into_response();
+    }
+    c.record(
+        &s,
+        "console.deny",
+        serde_json::json!({"plugin": name, "digest": digest}),
+        true,
+        None,
+    );
+    {
+        let mut denied = c.0.denied.lock().unwrap_or_else(|e| e.into_inner());
+        denied.retain(|(n, _, _)| *n != name);
+        denied.push((
+            name.clone(),
+            digest,
+            format!(
+                "Denied by {} at {}; it stays unapproved.",
+                s.label,
+                toolhost_trust::now_rfc3339()
+            ),
+        ));
+    }
+    tracing::info!(plugin = %toolhost_trust::clean(&name), session = %s.label, "console: plugin denied");
+    let text = format!(
+        "Denied {name}: it stays as it is (not approved). The decision is in the audit trail."
+    );
+    html(
+        StatusCode::OK,
+        pages::message(
+            "Denied",
+            "/console/pending",
+            &c.nonce(&s).unwrap_or_default(),
+            &text,
+            "/console/pending",
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_narrower_grant_keeps_only_the_ticked_items_and_is_within_the_request() {
+        let r = toolhost_trust::Capabilities {
+            read: vec![
+                toolhost_trust::Folder::from(std::path::Path::new("/a")),
+                toolhost_trust::Folder::from(std::path::Path::new("/b")),
+            ],
+            env: vec!["HOME".into()],
+            ..Default::default()
+        };
+        let items = request_items(&r);
+        assert_eq!(items.len(), 3);
+        let g = narrowed(&r, &["read:1"]);
+        assert_eq!(g.read.len(), 1);
+        assert!(g.env.is_empty());
+        assert!(g.within(&r));
+    }
+}
