@@ -73,22 +73,23 @@ pub enum ReloadError {
 /// What a changed file asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
-    /// Plugin `NAME` (its `NAME.wasm` or `NAME.toml` changed).
+    /// Plugin `NAME` (its `NAME.wasm`, `NAME.toml` or `NAME.ui` changed).
     Plugin(String),
     /// Every plugin: the lock changed, or the watcher lost events.
     All,
 }
 
 impl Key {
-    /// `NAME.wasm` and `NAME.toml` are plugin `NAME`; the lock file is every plugin;
-    /// anything else is not ours.
+    /// `NAME.wasm`, `NAME.toml` and `NAME.ui` (its views folder, made, replaced or
+    /// removed as a whole) are plugin `NAME`; the lock file is every plugin; anything else
+    /// is not ours.
     fn of(path: &Path) -> Option<Key> {
         let file = path.file_name()?;
         if file == LOCK_FILE {
             return Some(Key::All);
         }
         let ext = path.extension()?;
-        (ext == "wasm" || ext == "toml").then(|| Key::Plugin(plugin_name(path)))
+        (ext == "wasm" || ext == "toml" || ext == "ui").then(|| Key::Plugin(plugin_name(path)))
     }
 }
 
@@ -473,6 +474,7 @@ mod tests {
         let key = |p: &str| Key::of(Path::new(p));
         assert_eq!(key("/p/calc.wasm"), Some(Key::Plugin("calc".into())));
         assert_eq!(key("/p/calc.toml"), Some(Key::Plugin("calc".into())));
+        assert_eq!(key("/p/calc.ui"), Some(Key::Plugin("calc".into())));
         assert_eq!(key("/p/toolhost.lock"), Some(Key::All));
         assert_eq!(key("/p/calc.wasm.part"), None);
         assert_eq!(key("/p/.calc.wasm.swp"), None);

@@ -48,6 +48,7 @@ pub use review::{Review, ReviewError, review_plugin};
 use crate::host::Host;
 use crate::loader::{LoadEvent, LoadProblem, LoadProgress, SLOW_LOAD, human_bytes, plugin_problem};
 use crate::tools::ToolRegistry;
+use crate::tools::view::AppView;
 use crate::wasm::folder::FolderSet;
 use crate::wasm::{Policy, ToolSpec};
 
@@ -114,14 +115,16 @@ pub fn effective_policy(request: &Policy, approved: Option<&Capabilities>) -> Po
     }
 }
 
-/// The definition of a described tool, as the lock hashes it.
-pub fn tool_def(spec: &ToolSpec) -> ToolDef {
+/// The definition of a described tool, as the lock hashes it: what the component
+/// described, and the view its plugin ships for it (`NAME.ui/TOOL.html`), if any.
+pub fn tool_def(spec: &ToolSpec, view: Option<&AppView>) -> ToolDef {
     ToolDef::new(
         spec.name.clone(),
         spec.description.clone(),
         spec.parameters.clone(),
         spec.permissions.iter().map(|p| p.as_str().to_string()),
     )
+    .with_view(view)
 }
 
 /// Whether the request offers this tool any capability (so it must wait for approval).
@@ -164,12 +167,15 @@ pub struct PluginTrust {
     /// The approved release version (after an accepted update, the new one); `None`:
     /// unversioned or unapproved.
     pub version: Option<toolhost_trust::Version>,
+    /// The MCP App views served with its offered tools: (tool, `ui://` URI, digest of the
+    /// page), by tool name (`NAME.ui/TOOL.html`, docs/writing-plugins.md).
+    pub views: Vec<(String, String, String)>,
 }
 
 impl PluginTrust {
     /// Whether `other` offers exactly what this does: the same component, trust state
-    /// (a compatible update counts as approved), tools needing approval, withheld tools
-    /// and effective grant. Live reload leaves a plugin alone when its new evaluation is
+    /// (a compatible update counts as approved), tools needing approval, withheld tools,
+    /// effective grant and views. Live reload leaves a plugin alone when its new evaluation is
     /// the same offer (`docs/design.md`, "Live reload").
     pub fn same_offer(&self, other: &PluginTrust) -> bool {
         let state = |s: &TrustState| match s {
@@ -183,6 +189,7 @@ impl PluginTrust {
             && self.withheld == other.withheld
             && self.effective == other.effective
             && self.missing_folder == other.missing_folder
+            && self.views == other.views
     }
 
     /// The operator-facing warning about this decision, if it deserves one: a held

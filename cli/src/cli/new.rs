@@ -1,4 +1,5 @@
-//! `toolhost new NAME --lang rust|js|python|c [--dir DIR]`: scaffolds a plugin project.
+//! `toolhost new NAME --lang rust|js|python|c [--dir DIR] [--ui]`: scaffolds a plugin
+//! project (with `--ui`, an MCP App view for its tool too).
 //!
 //! The templates (`templates/<lang>/` in the repository) and the WIT contract are embedded
 //! in the binary, so this works anywhere. Every project has one example tool (named after
@@ -51,7 +52,14 @@ pub struct NewArgs {
     /// embedded in this binary, written into the project as `toolhost-sdk/`.
     #[arg(long)]
     pub sdk: Option<PathBuf>,
+    /// Also write an MCP App view for the example tool (`NAME.ui/TOOL.html`): a page a
+    /// host renders beside the tool's results, which calls the tool itself.
+    #[arg(long)]
+    pub ui: bool,
 }
+
+/// The MCP App view of the example tool (`--ui`), any language: plain HTML and script.
+const VIEW: &str = include_str!("../../../templates/ui/view.html");
 
 /// The WIT contract every plugin implements.
 const WIT: &str = include_str!("../../../wit/tool.wit");
@@ -235,6 +243,7 @@ pub fn scaffold(args: &NewArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
         ),
     };
     let snake = args.name.replace('-', "_");
+    let tool = snake.clone();
     let vars: [(&str, String); 7] = [
         ("{{name}}", args.name.clone()),
         ("{{tool}}", snake.clone()),
@@ -267,10 +276,13 @@ pub fn scaffold(args: &NewArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
         raw.push("toolhost-sdk/README.md");
     }
     all.push((".gitignore", GITIGNORE));
-    let readme = readme(args.lang, &args.name);
+    if args.ui {
+        all.push(("NAME.ui/TOOL.html", VIEW));
+    }
+    let readme = readme(args.lang, &args.name, args.ui);
     all.push(("README.md", ""));
     for (rel, content) in all {
-        let path = dir.join(rel.replace("NAME", &args.name));
+        let path = dir.join(rel.replace("NAME", &args.name).replace("TOOL", &tool));
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
@@ -288,7 +300,7 @@ pub fn scaffold(args: &NewArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
     Ok((dir, written))
 }
 
-fn readme(lang: Lang, name: &str) -> String {
+fn readme(lang: Lang, name: &str, ui: bool) -> String {
     let tool = name.replace('-', "_");
     let source = match lang {
         Lang::Rust => "src/lib.rs",
@@ -306,9 +318,19 @@ fn readme(lang: Lang, name: &str) -> String {
          into your plugins folder.\n\n\
          A tool declares the permission levels it needs (read, write, network, ...); the \
          policy grants concrete capabilities (folders, hosts, env vars, limits). A tool gets \
-         only what both say. See docs/writing-plugins.md of toolhost.\n",
+         only what both say. See docs/writing-plugins.md of toolhost.\n{view}",
         pre = prerequisites(lang),
         build = build_command(lang),
+        view = if ui {
+            format!(
+                "\nThe tool's MCP App view is `{name}.ui/{tool}.html`: copy the folder beside \
+                 `{name}.wasm` too. `toolhost serve` serves it at `ui://{name}/{tool}.html` to \
+                 hosts that render MCP Apps; approving the plugin pins it, so an edited page \
+                 withholds the tool until approved again.\n"
+            )
+        } else {
+            String::new()
+        },
     )
 }
 
@@ -355,9 +377,11 @@ mod tests {
                 lang,
                 dir: Some(dir.clone()),
                 sdk: Some(PathBuf::from("/sdk")),
+                ui: true,
             };
             let (_, written) = scaffold(&args).unwrap_or_else(|e| panic!("{e}"));
             assert!(dir.join("my-tool.toml").is_file());
+            assert!(dir.join("my-tool.ui/my_tool.html").is_file());
             for f in written {
                 let text = std::fs::read_to_string(&f).unwrap_or_default();
                 assert!(!text.contains("{{"), "{} keeps a placeholder", f.display());
@@ -376,6 +400,7 @@ mod tests {
             lang: Lang::Rust,
             dir: Some(dir.clone()),
             sdk: None,
+            ui: false,
         };
         scaffold(&args).unwrap_or_else(|e| panic!("{e}"));
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();

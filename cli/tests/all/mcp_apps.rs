@@ -190,3 +190,192 @@ fn the_example_app_runs_in_chromium_and_calls_its_tool_through_serve() {
         serve.stderr()
     );
 }
+
+// ------------------------------------------------- a plugin that ships its own App
+
+/// One request in an MCP session of `serve --http` at `addr`: the JSON-RPC message.
+fn session_request(addr: &str, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let r = toolhost_testkit::http::mcp_post(addr, "/mcp", Some(session), &body.to_string())
+        .unwrap_or_else(|e| panic!("{method}: {e}"));
+    toolhost_testkit::http::rpc_message(&r).unwrap_or_else(|| panic!("{method}: {}", r.body))
+}
+
+/// `toolhost new appdemo --lang js --ui`, built with its documented one-liner (the JS
+/// toolchain `cargo xtask plugins` installed); `None` (skip) when that toolchain is
+/// missing outside CI.
+fn scaffold_app(dir: &Path) -> Option<std::path::PathBuf> {
+    let root = toolhost_testkit::workspace_root();
+    let node_modules = root.join("target/toolchains/js/node_modules");
+    if !node_modules
+        .join("@bytecodealliance/componentize-js")
+        .is_dir()
+    {
+        assert!(
+            !peers::in_ci(),
+            "the JS toolchain is missing: cargo xtask plugins"
+        );
+        eprintln!("SKIPPED: the JS toolchain is missing (cargo xtask plugins)");
+        return None;
+    }
+    let proj = dir.join("plugins");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir)
+        .args(["new", "appdemo", "--lang", "js", "--ui", "--dir"])
+        .arg(&proj)
+        .output()
+        .unwrap_or_else(|e| panic!("toolhost new: {e}"));
+    assert!(out.status.success(), "{}", toolhost_testkit::show(&out));
+    std::os::unix::fs::symlink(&node_modules, proj.join("node_modules"))
+        .unwrap_or_else(|e| panic!("linking node_modules: {e}"));
+    let out = Command::new("sh")
+        .current_dir(&proj)
+        .args(["-c", "npm run build"])
+        .output()
+        .unwrap_or_else(|e| panic!("npm run build: {e}"));
+    assert!(out.status.success(), "{}", toolhost_testkit::show(&out));
+    Some(proj)
+}
+
+/// A WASM plugin ships an MCP App: `toolhost new --ui` writes the view, `serve` ties the
+/// tool to it and serves it at `ui://appdemo/appdemo.html`, and in Chromium the view,
+/// read through `serve --http`, runs sandboxed and its own button's `tools/call` reaches
+/// the plugin. A stray page in the views folder is refused with a warning and costs
+/// nothing else. An edited view withholds the tool (and its view) until approved again.
+#[test]
+fn a_plugin_ships_its_own_app_and_chromium_runs_it_through_serve() {
+    let Some(browser) = peers::browser() else {
+        return;
+    };
+    let dir = toolhost_testkit::temp_dir("plugin-app");
+    let Some(plugins) = scaffold_app(&dir) else {
+        return;
+    };
+    let view_file = plugins.join("appdemo.ui/appdemo.html");
+    let page = std::fs::read_to_string(&view_file).unwrap();
+    std::fs::write(plugins.join("appdemo.ui/stray.html"), "<p>no tool</p>").unwrap();
+    let approve = |what: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["approve", "appdemo", "--yes", "--plugins"])
+            .arg(&plugins)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            toolhost_testkit::show(&out)
+        );
+        text
+    };
+    // The review names the view and its digest: that is what approving pins.
+    let shown = approve("first approval");
+    assert!(
+        shown.contains("view ui://appdemo/appdemo.html  (sha256:"),
+        "{shown}"
+    );
+    std::fs::write(dir.join("toolhost.toml"), "").unwrap();
+
+    let http = toolhost_testkit::serve::ServeHttp::start(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        &dir,
+        &[
+            "--plugins",
+            "plugins",
+            "--config",
+            "toolhost.toml",
+            "--no-audit",
+            "--no-watch",
+        ],
+        &[],
+        "all tools loaded",
+        std::time::Duration::from_secs(120),
+    );
+    let addr = http.addr();
+    let session = toolhost_testkit::http::mcp_session(&addr).unwrap();
+    let init =
+        toolhost_testkit::http::mcp_post(&addr, "/mcp", None, toolhost_testkit::http::INITIALIZE)
+            .unwrap();
+    let init = toolhost_testkit::http::rpc_message(&init).unwrap();
+    assert_eq!(
+        init["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/ui"],
+        json!({"mimeTypes": ["text/html;profile=mcp-app"]}),
+        "{init}"
+    );
+    let tools = session_request(&addr, &session, 2, "tools/list", json!({}));
+    let tool = tools["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "appdemo"))
+        .unwrap_or_else(|| panic!("no appdemo in {tools}"))
+        .clone();
+    let uri = "ui://appdemo/appdemo.html";
+    assert_eq!(tool["_meta"], json!({"ui": {"resourceUri": uri}}), "{tool}");
+    let list = session_request(&addr, &session, 3, "resources/list", json!({}));
+    let listed = list["result"]["resources"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["uri"] == uri))
+        .unwrap_or_else(|| panic!("{uri} is not listed: {list}"))
+        .clone();
+    assert_eq!(listed["mimeType"], "text/html;profile=mcp-app");
+    assert_eq!(listed["size"], json!(page.len()));
+    let read = session_request(&addr, &session, 4, "resources/read", json!({"uri": uri}));
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(contents["mimeType"], "text/html;profile=mcp-app");
+    assert_eq!(
+        contents["text"].as_str(),
+        Some(page.as_str()),
+        "the page differs"
+    );
+    let log = http.stderr();
+    assert!(
+        log.contains("view not served") && log.contains("stray.html: not TOOL.html"),
+        "{log}"
+    );
+
+    let root = toolhost_testkit::workspace_root();
+    let out = Command::new(&browser.python)
+        .arg(root.join("cli/tests/browser/app_host.py"))
+        .arg(&http.url)
+        .arg(root.join("target").join("console-screenshots"))
+        .args(["appdemo", "call", "result", "^Hello, World!$"])
+        .env("TOOLHOST_CHROMIUM", &browser.chromium)
+        .env("TOOLHOST_CHROMEDRIVER", &browser.chromedriver)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.lines().last() == Some("OK"),
+        "the plugin's App run failed ({}):\n{stdout}\n{}\n--- serve:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        http.stderr()
+    );
+    drop(http);
+
+    // An edited view is a changed tool: withheld, its view not served, until approved.
+    std::fs::write(&view_file, format!("{page}<script>steal()</script>")).unwrap();
+    let ask = |id: u64, method: &str, params: Value| {
+        let mut client = serve(&dir.join("toolhost.toml"), &plugins);
+        initialize(&mut client);
+        client.request(id, method, params)
+    };
+    let tools = ask(1, "tools/list", json!({}));
+    assert!(
+        !tools.to_string().contains("\"appdemo\""),
+        "a changed view's tool is offered: {tools}"
+    );
+    let read = ask(2, "resources/read", json!({"uri": uri}));
+    assert!(read["error"].is_object(), "{read}");
+    let shown = approve("after the edit");
+    assert!(
+        shown.contains("~ tool appdemo") && shown.contains("      view\n"),
+        "the review does not show the changed view:\n{shown}"
+    );
+    let read = ask(3, "resources/read", json!({"uri": uri}));
+    assert!(
+        read["result"]["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("<script>steal()</script>")),
+        "{read}"
+    );
+}

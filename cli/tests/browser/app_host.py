@@ -1,15 +1,18 @@
 """An MCP App rendered in a real browser through `toolhost serve`: headless Chromium
 (Debian) driven by selenium (PyPI), run by cli/tests/all/mcp_apps.rs.
 
-Arguments: MCP_URL SCREENSHOT_DIR. Environment: TOOLHOST_CHROMIUM, TOOLHOST_CHROMEDRIVER.
+Arguments: MCP_URL SCREENSHOT_DIR [TOOL BUTTON_ID RESULT_ID RESULT_PATTERN]: the tool whose
+view is rendered, the view's button that calls it, the element that shows the result and
+a regular expression the shown result must match (by default the ext-apps example's
+`get-time`). Environment: TOOLHOST_CHROMIUM, TOOLHOST_CHROMEDRIVER.
 
 As an App host does (SEP-1865): it asks `serve` for the tool, follows its
 `_meta.ui.resourceUri` to the view, reads it with `resources/read`, and renders it in a
 sandboxed iframe (scripts only: no same origin, so the view cannot reach the page). The
 page answers the view's `ui/initialize`; the view's `tools/call` requests are passed to
 `serve` over MCP by this script (the host's side of the bridge) and the results posted
-back. The view's own button then shows the time the wrapped server returned. Prints one
-line per step and OK at the end.
+back. The view's own button then shows what its tool returned (the time the wrapped
+example server gives, or a plugin's greeting). Prints one line per step and OK at the end.
 """
 
 import json
@@ -26,6 +29,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 mcp_url, shots = sys.argv[1:3]
+tool_name, button_id, result_id, pattern = (sys.argv[3:7] if len(sys.argv) >= 7 else
+                                           ("get-time", "get-time-btn", "server-time",
+                                            r"\d{4}-\d\d-\d\dT"))
 os.makedirs(shots, exist_ok=True)
 session = None
 
@@ -63,7 +69,7 @@ def post(body):
 
 print("step: the tool and its view, through serve", flush=True)
 tools = rpc("tools/list", {}, 2)["tools"]
-tool = next(t for t in tools if t["name"] == "get-time")
+tool = next(t for t in tools if t["name"] == tool_name)
 uri = tool["_meta"]["ui"]["resourceUri"]
 contents = rpc("resources/read", {"uri": uri}, 3)["contents"][0]
 assert contents["mimeType"] == "text/html;profile=mcp-app", contents["mimeType"]
@@ -115,30 +121,30 @@ try:
     wait.until(lambda d: "ui/notifications/initialized" in d.execute_script("return window.__seen"))
     sandboxed = driver.execute_script("return document.getElementById('app').contentDocument === null")
     assert sandboxed, "the view shares the page's origin"
-    driver.save_screenshot(os.path.join(shots, "app-started.png"))
+    driver.save_screenshot(os.path.join(shots, f"app-{tool_name}-started.png"))
 
     print("step: the view's button calls its tool through the bridge and serve", flush=True)
     driver.switch_to.frame(driver.find_element(By.ID, "app"))
-    before = driver.find_element(By.ID, "server-time").text
-    driver.find_element(By.ID, "get-time-btn").click()
+    before = driver.find_element(By.ID, result_id).text
+    driver.find_element(By.ID, button_id).click()
     driver.switch_to.default_content()
     answered = 0
     deadline = time.time() + 20
     while answered == 0:
         assert time.time() < deadline, "the view never called its tool"
         for call in driver.execute_script("return window.__calls.splice(0)"):
-            assert call["params"]["name"] == "get-time", call
+            assert call["params"]["name"] == tool_name, call
             result = rpc("tools/call", call["params"], 10 + answered)
             driver.execute_script("window.__reply(arguments[0], arguments[1])", call["id"], result)
             answered += 1
         time.sleep(0.05)
     driver.switch_to.frame(driver.find_element(By.ID, "app"))
-    wait.until(lambda d: re.match(r"\d{4}-\d\d-\d\dT", d.find_element(By.ID, "server-time").text))
-    shown = driver.find_element(By.ID, "server-time").text
+    wait.until(lambda d: re.match(pattern, d.find_element(By.ID, result_id).text))
+    shown = driver.find_element(By.ID, result_id).text
     assert shown != before, (before, shown)
     print(f"step: the view shows {shown}", flush=True)
     driver.switch_to.default_content()
-    driver.save_screenshot(os.path.join(shots, "app-called.png"))
+    driver.save_screenshot(os.path.join(shots, f"app-{tool_name}-called.png"))
     print("OK", flush=True)
 finally:
     driver.quit()

@@ -6,7 +6,7 @@
 //! approvals), [`hooks`] (the permission hook chain and the shipped hooks),
 //! [`approvals`] (approval scopes and the store of "always" decisions), [`registry`] (ToolRegistry and the invocation pipeline), [`definition`]
 //! (the definition offered to a model), [`typed`] (typed `Tool` and closure
-//! `DynamicTool`), [`render`] (truncation), [`events`] (pipeline events and the per-event
+//! `DynamicTool`), [`render`] (truncation), [`view`] (an MCP App view a tool ships), [`events`] (pipeline events and the per-event
 //! sink), [`audit`] (the audit trail: one record per call, a rotating file), [`redact`] (what counts as a secret, for the audit and for error texts),
 //! and [`escape`] (untrusted text for a terminal). The review of tool definitions that
 //! `toolhost lint` and `toolhost approve` show is the crate `toolhost-lint`, over
@@ -33,6 +33,7 @@ pub mod render;
 pub mod share;
 pub mod shown;
 pub mod typed;
+pub mod view;
 pub mod visible;
 
 pub use approvals::{
@@ -61,4 +62,5 @@ pub use registry::{
 pub use render::{DEFAULT_MAX_TOOL_RESULT_BYTES, json_kind, truncate_render};
 pub use share::{Caller, Holdings, Refusal, Share, Slot, Slots};
 pub use typed::{DynamicTool, DynamicToolBuilder, Tool, TypedTool, schema_for};
+pub use view::AppView;
 pub use visible::Visible;

@@ -102,10 +102,10 @@ struct Inner {
 pub const PASSED_EXTENSIONS: [&str; 1] = [UI_EXTENSION];
 
 /// The MCP Apps extension's id.
-pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+pub const UI_EXTENSION: &str = toolhost_core::tools::view::UI_EXTENSION;
 
 /// The MIME type of an MCP App's view (`ui://` resources).
-pub const MCP_APP_MIME: &str = "text/html;profile=mcp-app";
+pub const MCP_APP_MIME: &str = toolhost_core::tools::view::VIEW_MIME_TYPE;
 
 /// The wrapped servers' resources, prompts, completions and logs. Cheap to clone.
 #[derive(Clone)]

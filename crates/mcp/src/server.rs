@@ -91,6 +91,7 @@ mod sessions;
 mod skills;
 mod stdio;
 mod tasks;
+mod views;
 
 use crate::gateway::Gateway;
 use calls::is_stateless;
@@ -207,7 +208,8 @@ impl ServerHandler for McpServer {
         // Logs: the wrapped servers' and, later, the plugins'. Resources, prompts and
         // completions: what the wrapped servers offer (empty lists without any).
         caps.logging = Some(JsonObject::new());
-        if self.gateway.is_some() || !self.skills.is_empty() {
+        let has_views = views::any(&self.registry);
+        if self.gateway.is_some() || !self.skills.is_empty() || has_views {
             let mut resources = ResourcesCapability::default();
             resources.subscribe = Some(true);
             resources.list_changed = Some(true);
@@ -221,6 +223,16 @@ impl ServerHandler for McpServer {
             caps.extensions.get_or_insert_with(Default::default).insert(
                 crate::skills::SKILLS_EXTENSION.to_string(),
                 JsonObject::new(),
+            );
+        }
+        // MCP Apps, when a tool of toolhost's own ships a view (a plugin's `NAME.ui/`).
+        if has_views {
+            caps.extensions.get_or_insert_with(Default::default).insert(
+                crate::gateway::UI_EXTENSION.to_string(),
+                json!({ "mimeTypes": [crate::gateway::MCP_APP_MIME] })
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
             );
         }
         // Extensions a wrapped server offers and toolhost passes through faithfully (an
@@ -350,14 +362,20 @@ impl ServerHandler for McpServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.wait_for_load("resources/list").await;
         let items = match &self.gateway {
             Some(g) => Box::pin(g.list_resources()).await,
             None => Vec::new(),
         };
-        let mut items = items;
+        // A wrapped server's resource at the URI of a view of toolhost's own is not
+        // passed on: the URI names the view the operator approved.
+        let mut items: Vec<_> = items
+            .into_iter()
+            .filter(|r| !views::is_own(&self.registry, &r.uri))
+            .collect();
+        items.extend(views::resources(&self.registry, &identity(&context)));
         items.extend(skills::resources(&self.skills));
         items.sort_by(|a, b| a.uri.cmp(&b.uri));
         Ok(ListResourcesResult::with_all_items(items))
@@ -381,12 +399,26 @@ impl ServerHandler for McpServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         // A URI of a server still starting is known once the load is done.
         self.wait_for_load("resources/read").await;
         if let Some(read) = skills::read(&self.skills, &request.uri) {
             return read.map(ReadResourceResponse::Complete);
+        }
+        if let Some(read) = views::read(&self.registry, &identity(&context), &request.uri) {
+            return read.map(|mut r| {
+                complete_result_type(&mut r.result_type);
+                ReadResourceResponse::Complete(r)
+            });
+        }
+        if views::is_own(&self.registry, &request.uri) {
+            // The view of a tool this client does not see: as if it were not there (and
+            // never a wrapped server's resource at the same URI).
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", request.uri),
+                Some(json!({ "uri": request.uri })),
+            ));
         }
         let gateway = self.gateway_or_not_found("resources/read")?;
         let mut result = Box::pin(gateway.read_resource(&request.uri))

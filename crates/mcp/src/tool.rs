@@ -113,6 +113,9 @@ impl BaseTool for McpTool {
             // MCP tool definitions carry no examples.
             input_examples: Vec::new(),
             meta: self.info.meta.clone(),
+            // A wrapped server serves its own views (`ui://` resources, through the
+            // gateway); toolhost holds none of them.
+            view: None,
         }
     }
 

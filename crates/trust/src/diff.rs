@@ -165,6 +165,9 @@ impl fmt::Display for Diff {
                     "annotations.title" => "/annotations/title",
                     "outputSchema" => "/outputSchema",
                     "icons" => "/icons",
+                    "_meta" => "/_meta",
+                    // The digest of the MCP App page the tool ships (NAME.ui/TOOL.html).
+                    "view" => "/view",
                     _ => continue,
                 };
                 let show = |v: &serde_json::Value| {

@@ -352,9 +352,17 @@ impl Plugin {
                 }
             }
         };
+        // The views its author packaged beside it (`NAME.ui/TOOL.html`): a refused page
+        // costs only itself (crate::views).
+        let names: Vec<&str> = specs.iter().map(|(s, _)| s.name.as_str()).collect();
+        let mut views = crate::views::load(&inner.name, path, &names);
+        for why in views.refused.iter().take(8) {
+            tracing::warn!(plugin = %name, "view not served: {why}");
+        }
         let tools = specs
             .into_iter()
             .map(|(spec, guest)| {
+                let view = views.by_tool.remove(&spec.name);
                 let grant = Grant::effective(&inner.policy, &spec.permissions);
                 // A tool needing a requested folder that does not exist refuses with the
                 // fix; the plugin's other tools are unaffected.
@@ -366,6 +374,7 @@ impl Plugin {
                     spec,
                     grant,
                     refusal,
+                    view,
                     spare: Arc::default(),
                 })
             })

@@ -97,6 +97,8 @@ mod store;
 mod tool;
 #[cfg(feature = "runtime")]
 mod versions;
+#[cfg(feature = "runtime")]
+pub mod views;
 
 #[cfg(feature = "runtime")]
 pub use component::{CodeTier, Plugin};

@@ -23,6 +23,7 @@ use crate::policy::Policy;
 use crate::spare::{SpareSlot, Unprepared, prepare};
 use crate::store::{CallSpec, facts};
 use toolhost_core::tools::content::{ContentBlock, render_blocks};
+use toolhost_core::tools::view::AppView;
 
 /// Largest canonical JSON a call may return, bytes. Bigger results are truncated (the
 /// canonical value becomes the truncated text) rather than failing the call.
@@ -46,6 +47,8 @@ pub struct WasmTool {
     /// Set by [`Plugin::refuse_tools`](crate::Plugin::refuse_tools): every call is
     /// refused with this message.
     pub(crate) refusal: Option<String>,
+    /// The MCP App view its plugin ships for it (`NAME.ui/TOOL.html`, [`crate::views`]).
+    pub(crate) view: Option<Arc<AppView>>,
     /// The next call's sandbox, when spare sandboxes are on ([`crate::spare`]).
     pub(crate) spare: Arc<SpareSlot>,
 }
@@ -69,8 +72,14 @@ impl WasmTool {
             spec: self.spec.clone(),
             grant: self.grant.clone(),
             refusal: self.refusal.clone(),
+            view: self.view.clone(),
             spare: Arc::default(),
         }
+    }
+
+    /// The MCP App view its plugin ships for it, if any (`NAME.ui/TOOL.html`).
+    pub fn view(&self) -> Option<&AppView> {
+        self.view.as_deref()
     }
 
     /// The name the tool is registered under (the described name, or `plugin__tool`).
@@ -329,6 +338,9 @@ impl BaseTool for WasmTool {
             // wasm runs, one timer while the guest waits on host I/O), so it can say
             // which limit stopped it and flush the guest's output.
             keeps_deadline: true,
+            // Its view, tied to it by `_meta.ui.resourceUri` and served by `serve`.
+            meta: self.view.as_ref().map(|v| v.tool_meta()),
+            view: self.view.clone(),
             ..Default::default()
         }
     }

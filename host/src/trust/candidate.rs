@@ -64,7 +64,11 @@ impl Candidate {
             name: name.to_string(),
             request: request_of(request),
             digest: plugin.digest(),
-            tools: plugin.tools().iter().map(|t| tool_def(t.spec())).collect(),
+            tools: plugin
+                .tools()
+                .iter()
+                .map(|t| tool_def(t.spec(), t.view()))
+                .collect(),
         })
     }
 
@@ -113,6 +117,16 @@ impl Candidate {
                 clean(&perms),
                 clean(&t.description)
             );
+            if let Some(digest) = &t.view {
+                // The page a host renders beside the tool's results (NAME.ui/TOOL.html):
+                // approving pins it.
+                let uri = t
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m["ui"]["resourceUri"].as_str())
+                    .unwrap_or_default();
+                let _ = writeln!(s, "      view {}  ({digest})", clean(uri));
+            }
         }
         s
     }

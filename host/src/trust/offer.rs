@@ -283,6 +283,7 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
         digest: None,
         effective: None,
         missing_folder: Vec::new(),
+        views: Vec::new(),
         version: entry.and_then(|e| e.version.clone()),
     };
     if entry.is_none() && opts.require_all {
@@ -313,7 +314,11 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
         Plugin::load_with_request(engine, path, effective_policy(&request, None), &request)
             .await
             .map_err(|e| plugin_problem(&e))?;
-    let defs: Vec<ToolDef> = plugin.tools().iter().map(|t| tool_def(t.spec())).collect();
+    let defs: Vec<ToolDef> = plugin
+        .tools()
+        .iter()
+        .map(|t| tool_def(t.spec(), t.view()))
+        .collect();
     report.digest = Some(plugin.digest());
     let digest = plugin.digest();
     // A signature is looked for only where it decides something: a changed file (its
@@ -377,6 +382,14 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
                 .collect();
         }
     }
+    report.views = plugin
+        .tools()
+        .iter()
+        .filter_map(|t| {
+            let v = t.view()?;
+            Some((t.spec().name.clone(), v.uri.clone(), v.digest.clone()))
+        })
+        .collect();
     // The folders that do not exist are requested, not in effect.
     let mut effective = plugin.policy().clone();
     effective.missing.clear();

@@ -153,6 +153,11 @@ pub struct ToolMetadata {
     /// too large or carrying script URIs (docs/mcp.md, "What passes through").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<serde_json::Map<String, Value>>,
+    /// The MCP App view the tool ships (a WASM plugin's `NAME.ui/TOOL.html`), served by
+    /// `serve` as a `ui://` resource; `meta` then carries its `ui.resourceUri`. Not
+    /// serialized: the page is served, never copied into a definition.
+    #[serde(skip)]
+    pub view: Option<std::sync::Arc<crate::tools::view::AppView>>,
 }
 
 /// A display icon of a tool (MCP `Icon`).

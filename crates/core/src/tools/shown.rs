@@ -45,6 +45,10 @@ pub struct ShownTool {
     /// its strings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+    /// "sha256:HEX" of the MCP App view the tool ships (`crate::tools::view`), when it
+    /// ships one: a host renders the page beside the tool's results, so approval pins it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
 }
 
 impl ShownTool {
@@ -69,7 +73,18 @@ impl ShownTool {
             output_schema: None,
             icons: Vec::new(),
             meta: None,
+            view: None,
         }
+    }
+
+    /// With the view a tool ships: its `_meta` (`ui.resourceUri`) and the page's digest
+    /// (`None`: no view; the `_meta` is left as it was).
+    pub fn with_view(mut self, view: Option<&crate::tools::view::AppView>) -> Self {
+        if let Some(v) = view {
+            self.meta = Some(Value::Object(v.tool_meta()));
+            self.view = Some(v.digest.clone());
+        }
+        self
     }
 
     /// With the `_meta` a source gave (`None`: not shown).
@@ -95,7 +110,8 @@ impl ShownTool {
     }
 
     /// The tool as one JSON value: `name`, `description`, `parameters`, `permissions`,
-    /// and `title`, `annotations.title`, `outputSchema`, `icons`, `_meta` only when given (so a
+    /// and `title`, `annotations.title`, `outputSchema`, `icons`, `_meta`, `view` (the digest of
+    /// its MCP App page) only when given (so a
     /// tool that has none hashes as it did before they were shown).
     pub fn to_value(&self) -> Value {
         let mut v = serde_json::json!({
@@ -119,6 +135,9 @@ impl ShownTool {
             }
             if let Some(m) = &self.meta {
                 o.insert("_meta".into(), m.clone());
+            }
+            if let Some(d) = &self.view {
+                o.insert("view".into(), Value::String(d.clone()));
             }
         }
         v
@@ -157,6 +176,7 @@ impl ShownTool {
         check("outputSchema", self.output_schema == other.output_schema);
         check("icons", self.icons == other.icons);
         check("_meta", self.meta == other.meta);
+        check("view", self.view == other.view);
         check("permissions", self.permissions == other.permissions);
         out
     }
