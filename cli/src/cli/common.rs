@@ -57,6 +57,9 @@ pub fn new_registry(args: &HostArgs, config: &HostConfig) -> anyhow::Result<Tool
 /// Reads the config (a missing default file is fine; a missing explicit one is an error).
 pub fn load_config(args: &HostArgs) -> anyhow::Result<HostConfig> {
     let explicit = args.config.as_path() != std::path::Path::new("toolhost.toml");
+    // A toolhost started (as a wrapped server) by a toolhost reading the same config
+    // would start itself again without end: refused before anything starts.
+    toolhost_mcp::nesting::enter(&args.config)?;
     HostConfig::load(&args.config, explicit).context("loading the host config")
 }
 

@@ -20,6 +20,7 @@ mod lifecycle;
 mod lint;
 mod llm_cli;
 mod mcp_apps;
+mod nesting;
 mod oauth_hostile;
 mod permissions;
 mod plugin_logs;

@@ -60,6 +60,8 @@ pub mod meta;
 #[cfg(feature = "runtime")]
 pub use toolhost_oauth as oauth;
 #[cfg(feature = "runtime")]
+pub mod nesting;
+#[cfg(feature = "runtime")]
 pub mod rating;
 #[cfg(feature = "runtime")]
 pub mod rounds;

@@ -302,8 +302,13 @@ impl McpClient {
         }
         cmd.args(args)
             .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(std::process::Stdio::piped())
+            .envs(env.iter().map(|(k, v)| (k, v)));
+        // Which toolhosts started this one, so a server that is toolhost with the same
+        // config refuses to wrap itself (crate::nesting).
+        if let Some(chain) = crate::nesting::for_children() {
+            cmd.env(crate::nesting::CHAIN_ENV, chain);
+        }
+        cmd.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
