@@ -293,6 +293,9 @@ fn a_configured_client_sees_and_calls_only_its_tools() {
     ) else {
         return;
     };
+    // `multiply` ships an MCP App view: only a client that sees the tool sees its view.
+    std::fs::create_dir_all(plugins.join("calc.ui")).unwrap();
+    std::fs::write(plugins.join("calc.ui/multiply.html"), "<p>times</p>").unwrap();
     let tokens = dir.path().join("tokens");
     write_private(&tokens, &format!("{VICTIM}\n"));
     let audit = dir.path().join("audit.jsonl");
@@ -309,6 +312,63 @@ fn a_configured_client_sees_and_calls_only_its_tools() {
         ],
     );
     let addr = serve.addr();
+
+    let view = "ui://calc/multiply.html";
+    let read = |token: &str| {
+        let r = mcp_2026_as(
+            &addr,
+            Some(token),
+            "resources/read",
+            Some(view),
+            json!({"uri": view}),
+            json!({}),
+        )
+        .unwrap();
+        rpc_message(&r).unwrap()
+    };
+    let listed = |token: &str| {
+        let r = mcp_2026_as(
+            &addr,
+            Some(token),
+            "resources/list",
+            None,
+            json!({}),
+            json!({}),
+        )
+        .unwrap();
+        rpc_message(&r).unwrap().to_string().contains(view)
+    };
+    let seen = read(VICTIM);
+    assert_eq!(
+        seen["result"]["contents"][0]["text"], "<p>times</p>",
+        "{seen}"
+    );
+    assert!(listed(VICTIM));
+    // To a client that does not see the tool, its view is not there, as a made-up URI is
+    // not: the same error (the gateway's, which here wraps one server), never the page.
+    let hidden = read(ANALYST);
+    let made_up = {
+        let uri = "ui://calc/nothing.html";
+        let r = mcp_2026_as(
+            &addr,
+            Some(ANALYST),
+            "resources/read",
+            Some(uri),
+            json!({"uri": uri}),
+            json!({}),
+        )
+        .unwrap();
+        rpc_message(&r).unwrap()
+    };
+    assert!(hidden["error"].is_object(), "{hidden}");
+    let said = |m: &Value| {
+        m["error"]
+            .to_string()
+            .replace("multiply.html", "X")
+            .replace("nothing.html", "X")
+    };
+    assert_eq!(said(&hidden), said(&made_up), "{hidden}\n{made_up}");
+    assert!(!listed(ANALYST));
 
     let names = |token: &str| -> Vec<String> {
         let r = mcp_2026_as(&addr, Some(token), "tools/list", None, json!({}), json!({})).unwrap();

@@ -412,15 +412,15 @@ impl ServerHandler for McpServer {
                 ReadResourceResponse::Complete(r)
             });
         }
-        if views::is_own(&self.registry, &request.uri) {
-            // The view of a tool this client does not see: as if it were not there (and
-            // never a wrapped server's resource at the same URI).
+        // The view of a tool this client does not see is as if it were not there: the
+        // read goes on exactly as for a URI nothing of toolhost's own serves.
+        let Some(gateway) = &self.gateway else {
+            // Resources offered without a wrapped server are skills and views only.
             return Err(ErrorData::resource_not_found(
                 format!("no resource {}", request.uri),
                 Some(json!({ "uri": request.uri })),
             ));
-        }
-        let gateway = self.gateway_or_not_found("resources/read")?;
+        };
         let mut result = Box::pin(gateway.read_resource(&request.uri))
             .await
             .map_err(|e| {
