@@ -5,7 +5,7 @@
 //! The hostile server lists resources forever, takes the good server's URI and prompt
 //! names, offers a 40-expression template, floods logs (one of 1 MB) and resource updates,
 //! asks for sampling outside any call and while calls of two clients are in flight, and
-//! fails with a 1 MB error. Each attack is bounded
+//! fails with a 1 MB error, and serves an 8 MiB view. Each attack is bounded
 //! or refused, and the good server's resources, prompts and tools still work after it.
 
 #![allow(deprecated)] // logging and resources/subscribe: the 2025-11-25 protocol
@@ -240,6 +240,24 @@ async fn a_hostile_wrapped_server_is_bounded_and_the_good_one_still_works() {
         }
         other => panic!("{other:?}"),
     }
+
+    // A view of 8 MiB is past the client's line bound: that read fails with an error
+    // saying so (the connection to that server is closed, as for any line past the
+    // bound), and the view beside it is read whole again (over a new connection).
+    let huge = peer
+        .read_resource(ReadResourceRequestParams::new(
+            "ui://gateway-hostile/huge.html",
+        ))
+        .await;
+    let err = huge.expect_err("an 8 MiB view passed").to_string();
+    assert!(err.contains("bytes") || err.contains("line"), "{err}");
+    let again = peer
+        .read_resource(ReadResourceRequestParams::new(
+            "ui://gateway-hostile/view.html",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&again), "<!doctype html><p>view</p>");
 
     // A URI both servers list belongs to neither: it is renamed for each (the rule is
     // decided on the set, not on the servers' names or order), and both stay reachable.
