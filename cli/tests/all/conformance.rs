@@ -433,7 +433,8 @@ impl Drop for Native2026 {
 /// A wrapped server of the 2026-07-28 revision (`fixtures/native_2026_server.cjs`, the
 /// TypeScript SDK 2.x over HTTP), reached by toolhost as a 2026-07-28 client and served
 /// to a 2026-07-28 client: its question keeps its own key (`user_name`) through the
-/// gateway, so the suite's `input-required-result-basic-elicitation` passes; a tool of it
+/// gateway, so the suite's `input-required-result-basic-elicitation` passes; a client that
+/// did not declare elicitation gets -32021 naming it instead of the round; a tool of it
 /// that asks forever is given up after toolhost's round bound, and a good call follows.
 #[test]
 fn a_wrapped_2026_07_28_servers_rounds_pass_through_under_its_own_keys() {
@@ -466,6 +467,34 @@ fn a_wrapped_2026_07_28_servers_rounds_pass_through_under_its_own_keys() {
         got.get(scenario),
         show(&run),
         serve.stderr()
+    );
+
+    // The 2026-07-28 capability rules across the gateway: a client that did not declare
+    // elicitation gets -32021 naming it for the wrapped tool that asks, and nothing is
+    // asked; one that did gets the round, under the server's own key.
+    let addr = serve.addr();
+    let ask = |capabilities: serde_json::Value| {
+        let r = toolhost_testkit::http::mcp_2026(
+            &addr,
+            "tools/call",
+            Some("test_input_required_result_elicitation"),
+            serde_json::json!({"name": "test_input_required_result_elicitation", "arguments": {}}),
+            capabilities,
+        )
+        .unwrap();
+        toolhost_testkit::http::rpc_message(&r).unwrap()
+    };
+    let refused = ask(serde_json::json!({}));
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert!(
+        refused["error"]["data"]["requiredCapabilities"]["elicitation"].is_object(),
+        "{refused}"
+    );
+    let round = ask(serde_json::json!({"elicitation": {}}));
+    assert_eq!(round["result"]["resultType"], "input_required", "{round}");
+    assert!(
+        round["result"]["inputRequests"]["user_name"].is_object(),
+        "{round}"
     );
 
     // Hostile: a server whose tool asks again after every answer. toolhost as its client
