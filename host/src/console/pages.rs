@@ -98,6 +98,9 @@ pub struct ToolRow {
     pub permissions: Vec<String>,
     /// Its parameters' JSON Schema (for lint).
     pub parameters: serde_json::Value,
+    /// The MCP App view it ships: its `ui://` URI and the page's digest (a plugin's
+    /// `NAME.ui/TOOL.html`, pinned by the approval).
+    pub view: Option<(String, String)>,
 }
 
 /// One source (plugin, native, MCP server) as the sources page lists it.
@@ -157,7 +160,12 @@ pub fn sources(logout: &str, rows: &[SourceRow], q: &str, kind: &str) -> Markup 
                             tr {
                                 td.name { code { (t.name) } }
                                 td { (t.permissions.join(", ")) }
-                                td.description { (t.description) }
+                                td.description {
+                                    (t.description)
+                                    @if let Some((uri, digest)) = &t.view {
+                                        div.view { "view " code { (uri) } " " code.digest { (digest) } }
+                                    }
+                                }
                             }
                         }
                     }
@@ -471,6 +479,10 @@ mod tests {
                     .into(),
                 permissions: vec![],
                 parameters: serde_json::Value::Null,
+                view: Some((
+                    "ui://p/t.html\"><script>alert(2)</script>".into(),
+                    "sha256:00".into(),
+                )),
             }],
             findings: vec![],
         };
@@ -479,6 +491,8 @@ mod tests {
         assert!(!page.contains("<img src=x"), "{page}");
         assert!(!page.contains("<a href=\"javascript"), "{page}");
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(!page.contains("<script>alert(2)"), "{page}");
+        assert!(page.contains("view <code>ui://p/t.html"), "{page}");
         assert_eq!(
             url_encode_pairs(&[("tool", "a&b=\"c\" d"), ("x", "")]),
             "tool=a%26b%3D%22c%22%20d"

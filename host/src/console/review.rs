@@ -76,6 +76,11 @@ pub(super) async fn sources(
             .map(|p| p.as_str().to_string())
             .collect(),
         parameters: e.parameters().clone(),
+        view: e
+            .metadata()
+            .view
+            .as_ref()
+            .map(|v| (v.uri.clone(), v.digest.clone())),
     };
     let mut rows = Vec::new();
     for (t, plugin) in opts.board.snapshot() {
