@@ -268,13 +268,30 @@ fn a_plugin_ships_its_own_app_and_chromium_runs_it_through_serve() {
         );
         text
     };
+    // Before the approval the tool is served (it needs no capability), its view is not.
+    let ask = |id: u64, method: &str, params: Value| {
+        let mut client = serve(&dir.join("toolhost.toml"), &plugins);
+        initialize(&mut client);
+        client.request(id, method, params)
+    };
+    std::fs::write(dir.join("toolhost.toml"), "").unwrap();
+    let uri = "ui://appdemo/appdemo.html";
+    let tools = ask(1, "tools/list", json!({}));
+    let listed = tools["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "appdemo"))
+        .unwrap_or_else(|| panic!("no appdemo in {tools}"))
+        .clone();
+    assert!(listed.get("_meta").is_none(), "{listed}");
+    let read = ask(2, "resources/read", json!({"uri": uri}));
+    assert!(read["error"].is_object(), "{read}");
+
     // The review names the view and its digest: that is what approving pins.
     let shown = approve("first approval");
     assert!(
         shown.contains("view ui://appdemo/appdemo.html  (sha256:"),
         "{shown}"
     );
-    std::fs::write(dir.join("toolhost.toml"), "").unwrap();
 
     let http = toolhost_testkit::serve::ServeHttp::start(
         Path::new(env!("CARGO_BIN_EXE_toolhost")),
@@ -308,7 +325,6 @@ fn a_plugin_ships_its_own_app_and_chromium_runs_it_through_serve() {
         .and_then(|t| t.iter().find(|t| t["name"] == "appdemo"))
         .unwrap_or_else(|| panic!("no appdemo in {tools}"))
         .clone();
-    let uri = "ui://appdemo/appdemo.html";
     assert_eq!(tool["_meta"], json!({"ui": {"resourceUri": uri}}), "{tool}");
     let list = session_request(&addr, &session, 3, "resources/list", json!({}));
     let listed = list["result"]["resources"]
@@ -354,11 +370,6 @@ fn a_plugin_ships_its_own_app_and_chromium_runs_it_through_serve() {
 
     // An edited view is a changed tool: withheld, its view not served, until approved.
     std::fs::write(&view_file, format!("{page}<script>steal()</script>")).unwrap();
-    let ask = |id: u64, method: &str, params: Value| {
-        let mut client = serve(&dir.join("toolhost.toml"), &plugins);
-        initialize(&mut client);
-        client.request(id, method, params)
-    };
     let tools = ask(1, "tools/list", json!({}));
     assert!(
         !tools.to_string().contains("\"appdemo\""),

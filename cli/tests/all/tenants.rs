@@ -296,6 +296,13 @@ fn a_configured_client_sees_and_calls_only_its_tools() {
     // `multiply` ships an MCP App view: only a client that sees the tool sees its view.
     std::fs::create_dir_all(plugins.join("calc.ui")).unwrap();
     std::fs::write(plugins.join("calc.ui/multiply.html"), "<p>times</p>").unwrap();
+    // A view is served once its plugin is approved.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["approve", "calc", "--yes", "--plugins"])
+        .arg(&plugins)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", toolhost_testkit::show(&out));
     let tokens = dir.path().join("tokens");
     write_private(&tokens, &format!("{VICTIM}\n"));
     let audit = dir.path().join("audit.jsonl");

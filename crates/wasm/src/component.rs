@@ -480,6 +480,21 @@ impl Plugin {
         }
     }
 
+    /// Withholds the MCP App views of its tools (`NAME.ui/`): they are not served, and
+    /// the tools are listed without them. The names of the tools that had one.
+    pub fn withhold_views(&mut self) -> Vec<String> {
+        let mut had = Vec::new();
+        for t in &mut self.tools {
+            if t.view.is_some() {
+                had.push(t.spec.name.clone());
+                let mut tool = WasmTool::clone(t);
+                tool.view = None;
+                *t = Arc::new(tool);
+            }
+        }
+        had
+    }
+
     /// Whether this is a plain WIT component (its tools derived from its exported
     /// functions, see [`crate::plain`]) rather than a `tool`-world one.
     pub fn is_plain_wit(&self) -> bool {

@@ -109,7 +109,7 @@ pub fn load(plugin: &str, wasm: &Path, tools: &[&str]) -> Views {
                 views.by_tool.insert(
                     tool.to_string(),
                     Arc::new(AppView {
-                        uri: format!("ui://{plugin}/{tool}.html"),
+                        uri: format!("ui://{}/{}.html", segment(plugin), segment(tool)),
                         html: Arc::from(html),
                         digest,
                     }),
@@ -119,6 +119,22 @@ pub fn load(plugin: &str, wasm: &Path, tools: &[&str]) -> Views {
         }
     }
     views
+}
+
+/// `name` as one part of a `ui://` URI: letters, digits, `-`, `_` and `.` as they are,
+/// every other byte percent-encoded, so a plugin file named `a b?c.wasm` cannot make a
+/// URI of another shape. (Hand-written: the `url` crate encodes whole URLs by their
+/// parts' rules, and a host part would be lower-cased or refused rather than kept.)
+fn segment(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Reads one page: a plain file of at most [`MAX_VIEW_BYTES`], read no further.
@@ -190,6 +206,16 @@ mod tests {
         ] {
             assert!(refused.contains(why), "{why} not in:\n{refused}");
         }
+    }
+
+    #[test]
+    fn an_odd_plugin_name_is_encoded_in_the_uri() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = dir.path().join("a b?#c.wasm");
+        std::fs::create_dir(dir.path().join("a b?#c.ui")).unwrap();
+        std::fs::write(dir.path().join("a b?#c.ui/greet.html"), "<p>hi</p>").unwrap();
+        let v = load("a b?#c", &wasm, &["greet"]);
+        assert_eq!(v.by_tool["greet"].uri, "ui://a%20b%3F%23c/greet.html");
     }
 
     #[test]

@@ -362,6 +362,17 @@ async fn prepare_one(job: PrepareJob) -> Result<Prepared, LoadProblem> {
                 .filter(|t| needs_approval(&request, t.spec()))
                 .map(|t| t.spec().name.clone())
                 .collect();
+            // A view is a page a host renders to its user: shown only once the operator
+            // approved it with its tool (the approval pins its digest).
+            let withheld = plugin.withhold_views();
+            if !withheld.is_empty() {
+                tracing::warn!(
+                    plugin = %name,
+                    "the views of {} are not served until the plugin is approved (`{}`)",
+                    withheld.join(", "),
+                    approve_hint(name, dir)
+                );
+            }
         }
         (TrustState::Held { .. }, Some(_)) => {
             report.withheld = defs.iter().map(|d| d.name.clone()).collect();
