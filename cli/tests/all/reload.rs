@@ -8,6 +8,8 @@
 //! - replacing a component with a different one changes the list; deleting it removes
 //!   its tools;
 //! - an approval given while serving (`toolhost approve` writes the lock) takes effect;
+//!   a views folder (`NAME.ui/`) moved in withholds the tools it gives a view until they
+//!   are approved again, then serves them with their views;
 //!   under `require_approval = "all"` a plugin dropped in runs no code until approved;
 //! - hostile: garbage (also under a file name with a terminal escape, which the report
 //!   escapes), a half-written component, a component whose `describe()` breaks the
@@ -422,6 +424,47 @@ fn an_approval_given_while_serving_takes_effect() {
     s.wait_list_changed(changed);
     let r = s.call("read_file", json!({"path": path.display().to_string()}));
     assert!(ok_text(&r).contains("hello from a"), "{r}");
+    calc_works(&mut s);
+}
+
+/// A views folder put beside a serving plugin (made elsewhere, renamed into place) is a
+/// change to the tools it names: withheld until approved again, then served with the view.
+#[test]
+fn a_views_folder_moved_in_while_serving_waits_for_its_approval() {
+    let Some(from) = plugins() else { return };
+    let work = Work::new(&from);
+    work.put("calc", "calc");
+    work.approve("calc");
+    let mut s = StdioServer::start(&work, &[]);
+    s.wait_for_list(|n| n.contains("multiply"));
+
+    let staged = work.dir.path().join("calc.ui.new");
+    std::fs::create_dir_all(&staged).unwrap();
+    std::fs::write(staged.join("multiply.html"), "<p>times</p>").unwrap();
+    std::fs::rename(&staged, work.plugins().join("calc.ui")).unwrap();
+    s.wait_for_list(|n| !n.contains("multiply") && n.contains("add"));
+    s.wait_log(&["calc", "withheld", "multiply"]);
+
+    let changed = s.list_changed_count();
+    work.approve("calc");
+    s.wait_list_changed(changed);
+    let id = s.request("tools/list", json!({}));
+    let tools = s.response(id);
+    let multiply = tools["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "multiply"))
+        .unwrap_or_else(|| panic!("multiply is not back: {tools}"))
+        .clone();
+    assert_eq!(
+        multiply["_meta"]["ui"]["resourceUri"], "ui://calc/multiply.html",
+        "{multiply}"
+    );
+    let id = s.request("resources/read", json!({"uri": "ui://calc/multiply.html"}));
+    let read = s.response(id);
+    assert_eq!(
+        read["result"]["contents"][0]["text"], "<p>times</p>",
+        "{read}"
+    );
     calc_works(&mut s);
 }
 
