@@ -261,7 +261,39 @@ impl Console {
         }
         Ok(session)
     }
+}
 
+/// A state-changing console request that passed [`Console::post_session`]'s checks (same
+/// origin, a live session, a valid CSRF nonce spent): the console, the session and the
+/// form. As an extractor, an action handler is only reached past the checks; a refusal is
+/// the 4xx response, and nothing changes.
+pub(super) struct Post {
+    /// The console.
+    c: Console,
+    /// The operator session that sent it.
+    s: auth::SessionView,
+    /// The form's fields, in order.
+    form: Vec<(String, String)>,
+}
+
+impl axum::extract::FromRequest<Console> for Post {
+    type Rejection = Response;
+
+    async fn from_request(req: axum::extract::Request, c: &Console) -> Result<Self, Response> {
+        let headers = req.headers().clone();
+        let axum::Form(form) = axum::Form::<Vec<(String, String)>>::from_request(req, c)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let s = c.post_session(&headers, &form).map_err(|r| *r)?;
+        Ok(Post {
+            c: c.clone(),
+            s,
+            form,
+        })
+    }
+}
+
+impl Console {
     /// Writes a console action to the audit trail.
     fn record(
         &self,
@@ -424,15 +456,7 @@ async fn login(
     }
 }
 
-async fn logout(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    axum::Form(form): axum::Form<Vec<(String, String)>>,
-) -> Response {
-    let s = match c.post_session(&headers, &form) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
+async fn logout(Post { c, s, .. }: Post) -> Response {
     c.0.sessions.logout(&s.id);
     let cookie = format!(
         "{}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0",

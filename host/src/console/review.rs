@@ -312,15 +312,7 @@ pub(super) async fn pending(State(c): State<Console>, headers: HeaderMap) -> Res
     html(StatusCode::OK, pages::pending(&a.logout, &rows))
 }
 
-pub(super) async fn approve(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    axum::Form(form): axum::Form<Vec<(String, String)>>,
-) -> Response {
-    let s = match c.post_session(&headers, &form) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
+pub(super) async fn approve(super::Post { c, s, form }: super::Post) -> Response {
     let opts = &c.0.opts;
     let name = field(&form, "name").unwrap_or("");
     let digest = field(&form, "digest").unwrap_or("");
@@ -416,15 +408,7 @@ pub(super) async fn approve(
     }
 }
 
-pub(super) async fn deny(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    axum::Form(form): axum::Form<Vec<(String, String)>>,
-) -> Response {
-    let s = match c.post_session(&headers, &form) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
+pub(super) async fn deny(super::Post { c, s, form }: super::Post) -> Response {
     let name = field(&form, "name").unwrap_or("").to_string();
     let digest = field(&form, "digest").unwrap_or("").to_string();
     if !c
