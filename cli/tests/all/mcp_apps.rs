@@ -172,15 +172,27 @@ fn the_example_app_runs_in_chromium_and_calls_its_tool_through_serve() {
         "all tools loaded",
         std::time::Duration::from_secs(120),
     );
+    run_app_host(&browser, &serve, &[]);
+}
+
+/// `cli/tests/browser/app_host.py` against `serve` (with `args`: the tool, its view's
+/// button and result elements, the result's pattern); fails with everything both said
+/// unless the App run ends OK.
+fn run_app_host(
+    browser: &peers::Browser,
+    serve: &toolhost_testkit::serve::ServeHttp,
+    args: &[&str],
+) {
     let root = toolhost_testkit::workspace_root();
     let out = Command::new(&browser.python)
         .arg(root.join("cli/tests/browser/app_host.py"))
         .arg(&serve.url)
         .arg(root.join("target").join("console-screenshots"))
+        .args(args)
         .env("TOOLHOST_CHROMIUM", &browser.chromium)
         .env("TOOLHOST_CHROMEDRIVER", &browser.chromedriver)
         .output()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("running app_host.py: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.lines().last() == Some("OK"),
@@ -348,23 +360,10 @@ fn a_plugin_ships_its_own_app_and_chromium_runs_it_through_serve() {
         "{log}"
     );
 
-    let root = toolhost_testkit::workspace_root();
-    let out = Command::new(&browser.python)
-        .arg(root.join("cli/tests/browser/app_host.py"))
-        .arg(&http.url)
-        .arg(root.join("target").join("console-screenshots"))
-        .args(["appdemo", "call", "result", "^Hello, World!$"])
-        .env("TOOLHOST_CHROMIUM", &browser.chromium)
-        .env("TOOLHOST_CHROMEDRIVER", &browser.chromedriver)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.lines().last() == Some("OK"),
-        "the plugin's App run failed ({}):\n{stdout}\n{}\n--- serve:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        http.stderr()
+    run_app_host(
+        &browser,
+        &http,
+        &["appdemo", "call", "result", "^Hello, World!$"],
     );
     drop(http);
 
