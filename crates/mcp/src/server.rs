@@ -371,9 +371,10 @@ impl ServerHandler for McpServer {
         };
         // A wrapped server's resource at the URI of a view of toolhost's own is not
         // passed on: the URI names the view the operator approved.
+        let own = views::own_uris(&self.registry);
         let mut items: Vec<_> = items
             .into_iter()
-            .filter(|r| !views::is_own(&self.registry, &r.uri))
+            .filter(|r| !own.contains(&r.uri))
             .collect();
         items.extend(views::resources(&self.registry, &identity(&context)));
         items.extend(skills::resources(&self.skills));

@@ -70,12 +70,13 @@ pub(super) fn read(
     )
 }
 
-/// Whether `uri` is the URI of one of the registry's views, whoever sees it: a wrapped
-/// server's resource at such a URI is not passed on (the URI names toolhost's own).
-pub(super) fn is_own(registry: &ToolRegistry, uri: &str) -> bool {
-    uri.starts_with("ui://")
-        && registry
-            .entries()
-            .iter()
-            .any(|e| e.metadata().view.as_ref().is_some_and(|v| v.uri == uri))
+/// The URIs of the registry's views, whoever sees them: a wrapped server's resource at
+/// one of them is not passed on (the URI names toolhost's own). One pass over the
+/// registry, so a long list of wrapped resources is checked against a set.
+pub(super) fn own_uris(registry: &ToolRegistry) -> std::collections::HashSet<String> {
+    registry
+        .entries()
+        .iter()
+        .filter_map(|e| e.metadata().view.as_ref().map(|v| v.uri.clone()))
+        .collect()
 }
