@@ -82,6 +82,8 @@ pub struct ConsoleOptions {
     pub live: Arc<LiveCalls>,
     /// The HTTP session counts of `serve --http`.
     pub session_counters: Option<Arc<SessionCounters>>,
+    /// The tasks alive in the MCP server, by client.
+    pub tasks: Option<crate::mcp::server::TaskBoard>,
     /// The configured clients: (name, what it may use).
     pub clients: Vec<(String, String)>,
     /// The cookie gets `Secure` (TLS is terminated in front of the console).
@@ -640,6 +642,14 @@ async fn clients(State(c): State<Console>, headers: HeaderMap) -> Response {
         .collect();
     let (_, total) = slots.held("");
     sessions.push(("execution slots in use now".into(), total.to_string()));
+    if let Some(board) = &opts.tasks {
+        let alive = board.alive_by_client();
+        let all: usize = alive.iter().map(|(_, n)| n).sum();
+        sessions.push(("tasks alive".into(), all.to_string()));
+        for (client, n) in alive {
+            sessions.push((format!("tasks alive of {client}"), n.to_string()));
+        }
+    }
     html(
         StatusCode::OK,
         pages::clients(&a.logout, &sessions, &configured, &rows),

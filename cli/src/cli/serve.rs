@@ -337,6 +337,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let readiness = toolhost::admin::Readiness::not_ready("loading the plugins and MCP servers");
     let admin_stop = StopToken::new();
     let session_counters = Arc::new(toolhost::mcp::server::SessionCounters::default());
+    // The MCP server's tasks, which the console's clients page counts by client.
+    let task_board = toolhost::mcp::server::TaskBoard::default();
     let board = toolhost::trust::TrustBoard::new();
     if let Some(addr) = args.admin {
         let metrics = toolhost::admin::Metrics::install()?
@@ -363,6 +365,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                     }),
                 live,
                 session_counters: Some(session_counters.clone()),
+                tasks: Some(task_board.clone()),
                 clients: super::console::configured_clients(&config),
                 secure_cookie: setup.behind_tls,
                 stop: admin_stop.clone(),
@@ -522,7 +525,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_initialize_wait(wraps_servers)
         .with_list_wait(args.list_wait)
         .with_list_hints(hints)
-        .with_task_support(task_support);
+        .with_task_support(task_support)
+        .with_task_board(task_board);
     if let Some(key) = &state_key {
         server = server.with_request_state_key(key)?;
     }

@@ -463,6 +463,10 @@ fn access_csrf_approval_and_escaping() {
     // The clients page: the sessions and the execution slots in use.
     let clients = get(&admin, "/console/clients", Some(&cookie)).body;
     assert!(clients.contains("execution slots in use now"), "{clients}");
+    assert!(
+        clients.contains("<dt>tasks alive</dt><dd>0</dd>"),
+        "{clients}"
+    );
     // Log out: the session's cookie is refused from then on.
     let logout_nonce = sources
         .body

@@ -112,7 +112,7 @@ pub use sessions::{
     CappedSessionManager, LOG_EVERY, SessionCounters, SessionCounts, SessionLimitError,
 };
 pub use tasks::{
-    MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER, TASK_RESERVE, TASK_SHARE, TaskSupport,
+    MAX_TASKS, MAX_TASKS_PER_CLIENT, TASK_AFTER, TASK_RESERVE, TASK_SHARE, TaskBoard, TaskSupport,
 };
 
 /// The token that stops [`McpServer::serve_http`] (tokio-util's `CancellationToken`).

@@ -68,6 +68,13 @@ impl McpServer {
         self
     }
 
+    /// Keeps this server's tasks in `board`, so whoever holds the board (an operator's
+    /// console) sees how many each client has alive.
+    pub fn with_task_board(mut self, board: super::TaskBoard) -> Self {
+        self.tasks = board.0;
+        self
+    }
+
     /// Seals the `requestState` of 2026-07-28 multi-round requests with `key` (at least
     /// 32 bytes) instead of a random key of this process: replicas that share the key
     /// continue each other's restartable rounds (approvals).

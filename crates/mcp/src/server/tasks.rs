@@ -122,6 +122,21 @@ pub(crate) struct Tasks {
     owners: Mutex<HashMap<String, String>>,
 }
 
+/// A read-only view of the tasks alive in a server, for an operator's console: how many
+/// each client holds. Cheap to clone; give it to the server with
+/// [`McpServer::with_task_board`](super::McpServer::with_task_board).
+#[derive(Clone, Default, Debug)]
+pub struct TaskBoard(pub(super) std::sync::Arc<Tasks>);
+
+impl TaskBoard {
+    /// The tasks alive (running, or kept for polling), by the client that made them
+    /// (its identity: a configured client's name, `token:N`, a digest of its session,
+    /// its address), in name order.
+    pub fn alive_by_client(&self) -> Vec<(String, usize)> {
+        self.0.alive_by_owner().into_iter().collect()
+    }
+}
+
 impl std::fmt::Debug for Tasks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tasks").finish_non_exhaustive()
@@ -250,6 +265,18 @@ impl Tasks {
             .unwrap_or_else(|e| e.into_inner())
             .insert(task.task_id.clone(), owner);
         Ok(Outcome::Task(CreateTaskResult::new(task)))
+    }
+
+    /// The tasks alive by owner (forgetting the owners of tasks the manager has let go
+    /// of).
+    fn alive_by_owner(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        owners.retain(|id, _| self.manager.get_task(id).is_ok());
+        let mut by = std::collections::BTreeMap::new();
+        for o in owners.values() {
+            *by.entry(o.clone()).or_insert(0) += 1;
+        }
+        by
     }
 
     /// Whether `owner` may make one more task (forgetting the owners of tasks the
@@ -488,6 +515,24 @@ mod tests {
         tasks
             .run(owner.into(), endless(&stop), stop, &asker, false, &request)
             .await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_board_counts_each_clients_live_tasks() {
+        let tasks = Arc::new(Tasks::default());
+        let board = TaskBoard(tasks.clone());
+        assert!(board.alive_by_client().is_empty());
+        let stops: Vec<_> = (0..3).map(|_| super::super::StopToken::new()).collect();
+        for (owner, stop) in ["a", "a", "b"].into_iter().zip(&stops) {
+            assert!(matches!(
+                run_endless(&tasks, owner, stop.clone()).await,
+                Ok(Outcome::Task(_))
+            ));
+        }
+        assert_eq!(
+            board.alive_by_client(),
+            vec![("a".to_string(), 2), ("b".to_string(), 1)]
+        );
     }
 
     #[tokio::test(start_paused = true)]
