@@ -65,11 +65,7 @@ const EXPECTED_FAILURES_2026: &[(&str, &str)] = &[];
 
 /// The tasks extension's scenarios (not required by the revision) that fail through the
 /// gateway, with the reason (also in docs/mcp.md); every other one must pass.
-const TASK_EXPECTED_FAILURES_2026: &[(&str, &str)] = &[(
-    "tasks-mrtr-composition",
-    "wants a task made on the retry of an input_required round (`test_tool_with_task`); \
-     toolhost answers a retried round when its call ends, and no fixture has that tool",
-)];
+const TASK_EXPECTED_FAILURES_2026: &[(&str, &str)] = &[];
 
 /// Required 2026-07-28 client scenarios (`client --requirements 2026-07-28`) that fail,
 /// with the reason (also in docs/mcp.md).
@@ -343,9 +339,11 @@ fn the_2026_07_28_server_suite_passes_through_the_gateway() {
     let (dir, serve) = gateway_leaving_out(
         "conformance-gateway-2026",
         &suite,
-        // `failing_job` runs only as a task (`tasks-required-task-error`).
+        // `failing_job` runs only as a task (`tasks-required-task-error`), and so does
+        // `test_tool_with_task`, asked in a round first (`tasks-mrtr-composition`).
         &format!(
-            "{}[serve]\nmax_concurrent_calls = 32\ntask_support = {{ failing_job = \"required\" }}\n",
+            "{}[serve]\nmax_concurrent_calls = 32\ntask_support = {{ failing_job = \"required\", \
+             test_tool_with_task = \"required\" }}\n",
             native.config()
         ),
         "test_input_required_result_elicitation",

@@ -5,7 +5,9 @@
 //! cancels it and it settles `cancelled`; a quick call of a task-taking client is answered
 //! at once; a client that does not take tasks never gets one. The operator's
 //! `[serve] task_support`: a `required` tool is refused to a client without the extension
-//! (`-32021`) and a task at once for one with it; a `forbidden` tool is never a task.
+//! (`-32021`) and a task at once for one with it; a `forbidden` tool is never a task. A
+//! required tool called by a 2026-07-28 client asks in rounds first, and the retry that
+//! answers the last round gets the task.
 
 // Test code: unwrap on set-up failures is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -536,4 +538,98 @@ fn toolhost_follows_a_wrapped_servers_task_and_cancels_one_it_gives_up() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains('3'));
+}
+
+/// A tool that runs only as a task, called by a 2026-07-28 client: asked in rounds first
+/// (toolhost's approval, then the wrapped server's question), and the retry that answers
+/// the last round gets the task, whose result carries the answer. Attacked: the last
+/// round's state replayed (refused: nothing runs twice, no second task), another client
+/// reading the task (unknown to it); the owner still reads its result after both.
+#[test]
+fn a_tool_that_runs_only_as_a_task_asks_in_rounds_then_makes_the_task() {
+    let Some(python) = toolhost_testkit::peers::python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("plugins")).unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "[mcp.servers.ask]\ncommand = {:?}\nargs = [{:?}]\ndefault_risk = \"destructive\"\n\
+             [serve]\ntask_support = {{ ask = \"required\" }}\n",
+            python.display().to_string(),
+            toolhost_testkit::peers::mcp_fixture("asking_server.py")
+                .display()
+                .to_string()
+        ),
+    )
+    .unwrap();
+    let serve = serve_with_tokens(dir.path(), "plugins");
+    let addr = serve.addr();
+    let schema = json!({"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]});
+    let ask = |extra: Value| {
+        let mut p = json!({"name": "ask", "arguments": {"message": "Favourite colour?", "schema": schema.to_string()}});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        rpc(&addr, OWNER, "tools/call", Some("ask"), p, ask_caps())
+    };
+
+    // Round 1: toolhost's approval, a round and not a task.
+    let r1 = ask(json!({}))["result"].clone();
+    assert_eq!(
+        r1["resultType"],
+        "input_required",
+        "{r1}\n{}",
+        serve.stderr()
+    );
+    assert!(r1.get("taskId").is_none(), "{r1}");
+    let approve =
+        json!({"toolhost_approval": {"action": "accept", "content": {"decision": "once"}}});
+    // Round 2: the wrapped server's own question, still a round.
+    let r2 = ask(json!({"requestState": r1["requestState"], "inputResponses": approve}))["result"]
+        .clone();
+    assert_eq!(r2["resultType"], "input_required", "{r2}");
+    assert!(r2.get("taskId").is_none(), "{r2}");
+    let (key, q) = r2["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert!(
+        q["params"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("[ask]"),
+        "{q}"
+    );
+    let answer = json!({key.clone(): {"action": "accept", "content": {"colour": "green"}}});
+    let last = json!({"requestState": r2["requestState"], "inputResponses": answer});
+
+    // The answer to the last round: the task, with nothing of the rounds on it.
+    let created = ask(last.clone())["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert!(created.get("requestState").is_none(), "{created}");
+    assert!(created.get("inputRequests").is_none(), "{created}");
+    let id = created["taskId"].as_str().unwrap().to_string();
+
+    // Replayed, the last round's state is refused: the call does not run twice.
+    let replay = ask(last);
+    assert_eq!(replay["error"]["code"], -32602, "{replay}");
+    assert!(
+        replay["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("used already"),
+        "{replay}"
+    );
+    // Another client: the task does not exist for it.
+    let m = on_task(&addr, OTHER, "tasks/get", &id);
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+
+    // The owner reads the result, which carries the answer given in the rounds.
+    let done = poll(&addr, OWNER, &id, "");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["result"].to_string().contains("green"), "{done}");
 }

@@ -511,6 +511,7 @@ impl ServerHandler for McpServer {
             &self.session.id,
             who.id(),
             &context.ct,
+            None,
             |client, cancel| {
                 let ctx = prompt_ctx(client, cancel);
                 async move {
@@ -532,6 +533,15 @@ impl ServerHandler for McpServer {
                 )),
             },
             rounds::Step::Input(input) => Ok(GetPromptResponse::InputRequired(input)),
+            // Not given a `task_after`, the driver never hands a prompt's work on.
+            rounds::Step::Running(r) => {
+                r.cancel.cancel();
+                r.work.abort();
+                Err(ErrorData::internal_error(
+                    "prompts/get was handed on as a task, which prompts never are",
+                    None,
+                ))
+            }
         }
     }
 

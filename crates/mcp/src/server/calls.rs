@@ -1,6 +1,6 @@
 //! The parts of [`McpServer`]'s handler that run a `tools/call`: which way it goes (a
 //! task, by the tool's task support and the client's extensions; the session's own
-//! client; a 2026-07-28 multi-round-trip round), the registry pipeline of the call as a
+//! client; a 2026-07-28 multi-round-trip round, or rounds then a task), the registry pipeline of the call as a
 //! task of its own, and what a 2026-07-28 request is bound to (its sender and revision)
 //! for its rounds (`rounds.rs`).
 
@@ -194,12 +194,15 @@ impl McpServer {
         }
         let support = self.task_support.get(&name).copied().unwrap_or_default();
         let takes_tasks = tasks::client_takes_tasks(&context);
+        let stateless = is_stateless(&context);
         let as_task = match support {
             // Refused before anything runs: the call could not be answered otherwise.
             TaskSupport::Required if !takes_tasks => return Err(tasks::tasks_required(&name)),
-            // Its questions are the task's, never a round's: a `requestState` cannot
-            // belong to it and is ignored.
-            TaskSupport::Required => true,
+            // A 2026-07-28 client is asked in rounds first, and the task is made on the
+            // request that does not end in one (below). Another client's call is a task
+            // at once; its questions are the task's, and a `requestState` cannot belong
+            // to it and is ignored.
+            TaskSupport::Required => !stateless || self.rounds.is_none(),
             TaskSupport::Optional => takes_tasks && request.request_state.is_none(),
             TaskSupport::Forbidden => false,
         };
@@ -208,7 +211,7 @@ impl McpServer {
                 .call_maybe_as_task(name, args, &context, support, &who)
                 .await;
         }
-        if !is_stateless(&context) {
+        if !stateless {
             // The client itself travels with the call: a wrapped server's sampling or
             // elicitation request, or an approval, is asked of this client.
             let client =
@@ -221,6 +224,13 @@ impl McpServer {
             return Ok(CallToolResponse::Complete(result));
         }
         let rounds = self.rounds_or_refuse()?;
+        // A tool that runs only as a task: rounds while its call asks before it has run
+        // [`tasks::TASK_AFTER`], then a task (SEP-2663's composition: the input gathered
+        // in rounds, the task made on the final one).
+        let required = support == TaskSupport::Required;
+        if required && request.request_state.is_none() && !self.tasks.room_for(who.id()) {
+            return Err(tasks::no_room_for_task(&name));
+        }
         let binding = rounds::binding(who.id(), "tools/call", &name, &args);
         let capabilities = context.meta.client_capabilities().unwrap_or_default();
         let step = rounds
@@ -232,9 +242,17 @@ impl McpServer {
                 &self.session.id,
                 who.id(),
                 &context.ct,
+                required.then_some(tasks::TASK_AFTER),
                 |client, cancel| {
                     let call = self.call_future(name, args, client, cancel, &context, &who);
-                    async move { Ok(ServerResult::CallToolResult(call.await.result)) }
+                    async move {
+                        let end = call.await;
+                        match end.failure {
+                            // A task's call that could not be carried out fails the task.
+                            Some(failure) if required => Err(failure),
+                            _ => Ok(ServerResult::CallToolResult(end.result)),
+                        }
+                    }
                 },
             )
             .await?;
@@ -247,6 +265,11 @@ impl McpServer {
                 )),
             },
             rounds::Step::Input(input) => Ok(CallToolResponse::InputRequired(input)),
+            rounds::Step::Running(running) => {
+                let capabilities = context.client_capabilities().unwrap_or_default();
+                self.carry_on_as_task(who.id(), running, capabilities, &context.ct)
+                    .await
+            }
         }
     }
 }

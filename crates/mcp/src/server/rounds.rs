@@ -42,13 +42,15 @@ use rmcp::model::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::DownstreamClient;
 use crate::rounds::{Ask, Asker, Missing, Parked as ParkedFlag};
 use tokio_util::sync::CancellationToken;
+
+pub(crate) use request::binding;
+use request::{bad_state, not_an_object, upfront};
 use toolhost_core::tools::{Holdings, Refusal, Share};
 
 /// The most rounds one request may take before it is refused.
@@ -91,6 +93,20 @@ pub(crate) enum Step {
     Done(Box<ServerResult>),
     /// The client must answer these first.
     Input(InputRequiredResult),
+    /// The request neither asked nor ended within the time it was given before it
+    /// becomes a task ([`Rounds::run`]'s `task_after`): its work, running on, for the
+    /// caller to carry on as a task.
+    Running(Running),
+}
+
+/// A request's work that outlived the rounds: it runs on, and asks through `asks`.
+pub(crate) struct Running {
+    /// The work; its result is the request's.
+    pub(crate) work: JoinHandle<Result<ServerResult, ErrorData>>,
+    /// Cancels the work (the tool's own cancellation).
+    pub(crate) cancel: CancellationToken,
+    /// Its later questions.
+    pub(crate) asks: mpsc::Receiver<Ask>,
 }
 
 /// The sealed content of a `requestState`.
@@ -140,6 +156,8 @@ struct Driving {
     binding: [u8; 32],
     round: u32,
     owner: Arc<str>,
+    /// How long the work may run without asking before it is handed on as a task.
+    task_after: Option<Duration>,
 }
 
 /// What a fresh run of a request is.
@@ -151,6 +169,7 @@ struct Fresh<'a> {
     owner: &'a Arc<str>,
     /// Answers given up front to a wrapped server's questions ([`upfront`]).
     upfront: BTreeMap<String, Value>,
+    task_after: Option<Duration>,
 }
 
 /// The client's answer when the work ended: its result, or -32021 when it failed after
@@ -216,71 +235,12 @@ struct Spent {
     held: Holdings,
 }
 
-/// What a request is bound to: SHA-256 of who sent it (`principal`: the bearer token it
-/// carried, by position, or nobody), its method, name and arguments (object keys sorted,
-/// so the same arguments in another order are the same request).
-pub(crate) fn binding(principal: &str, method: &str, name: &str, args: &Value) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(b"toolhost requestState v1\0");
-    h.update(principal.as_bytes());
-    h.update(b"\0");
-    h.update(method.as_bytes());
-    h.update(b"\0");
-    h.update(name.as_bytes());
-    h.update(b"\0");
-    h.update(canonical(args).to_string().as_bytes());
-    h.finalize().into()
-}
-
-fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let sorted: BTreeMap<&String, Value> =
-                m.iter().map(|(k, v)| (k, canonical(v))).collect();
-            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
+/// Sleeps `after`, or forever without one.
+async fn sleep_or_never(after: Option<Duration>) {
+    match after {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
     }
-}
-
-fn bad_state(e: RequestStateError) -> ErrorData {
-    let why = match e {
-        RequestStateError::Expired => "it has expired; call again without requestState".to_string(),
-        other => format!(
-            "it failed verification ({other}): it was not issued by this server for this request"
-        ),
-    };
-    ErrorData::invalid_params(format!("requestState refused: {why}"), None)
-}
-
-/// The answers a first request (no `requestState`) gives up front, to questions a wrapped
-/// 2026-07-28 server may ask under these keys: those under a wrapped server's kind of key
-/// ([`crate::rounds::usable_key`]; others, toolhost's own among them, are ignored), at
-/// most [`MAX_ASKS_PER_ROUND`] of them. Each must be an object, as an answer asked for.
-fn upfront(responses: Option<&InputResponses>) -> Result<BTreeMap<String, Value>, ErrorData> {
-    let mut taken = BTreeMap::new();
-    for (key, v) in responses.into_iter().flatten() {
-        if !crate::rounds::usable_key(key) || taken.len() == MAX_ASKS_PER_ROUND {
-            continue;
-        }
-        if !v.is_object() {
-            return Err(not_an_object(key, v));
-        }
-        taken.insert(key.clone(), v.clone());
-    }
-    Ok(taken)
-}
-
-fn not_an_object(key: &str, v: &Value) -> ErrorData {
-    ErrorData::invalid_params(
-        format!(
-            "inputResponses[{}] must be an object (the result of the request asked), not {}",
-            Value::String(key.to_string()),
-            toolhost_core::tools::json_kind(v)
-        ),
-        None,
-    )
 }
 
 fn refused(message: impl Into<String>) -> ErrorData {
@@ -320,7 +280,8 @@ impl Rounds {
     }
 
     /// Starts a request (no `state`) or continues it; `start` runs it, asking through
-    /// the [`DownstreamClient`] it is given.
+    /// the [`DownstreamClient`] it is given. With `task_after`, a request (first or
+    /// continued) whose work neither asks nor ends within it is [`Step::Running`].
     #[allow(clippy::too_many_arguments)] // each is one part of the request
     pub async fn run<F, Fut>(
         &self,
@@ -331,6 +292,7 @@ impl Rounds {
         session: &str,
         owner: &Arc<str>,
         request: &CancellationToken,
+        task_after: Option<Duration>,
         start: F,
     ) -> Result<Step, ErrorData>
     where
@@ -347,6 +309,7 @@ impl Rounds {
                 session,
                 owner,
                 upfront,
+                task_after,
             };
             return self.fresh(run, BTreeMap::new(), request, start).await;
         };
@@ -375,6 +338,7 @@ impl Rounds {
                 session,
                 owner,
                 upfront: BTreeMap::new(),
+                task_after,
             };
             return self.fresh(run, preset, request, start).await;
         };
@@ -420,6 +384,7 @@ impl Rounds {
             binding,
             round: state.round,
             owner: parked.owner,
+            task_after,
         };
         self.drive(driving, request).await
     }
@@ -460,11 +425,13 @@ impl Rounds {
             binding: run.binding,
             round: run.round,
             owner: run.owner.clone(),
+            task_after: run.task_after,
         };
         self.drive(driving, request).await
     }
 
-    /// Runs the work until it completes or asks, or the request driving it is cancelled.
+    /// Runs the work until it completes or asks, or the request driving it is cancelled
+    /// (or, with a `task_after`, that passes first: [`Step::Running`]).
     async fn drive(&self, d: Driving, request: &CancellationToken) -> Result<Step, ErrorData> {
         let Driving {
             mut work,
@@ -475,10 +442,28 @@ impl Rounds {
             binding,
             round,
             owner,
+            task_after,
         } = d;
         let first = tokio::select! {
-            done = &mut work => return finished(done, &missing),
+            done = &mut work => {
+                let step = finished(done, &missing);
+                if task_after.is_none() {
+                    return step;
+                }
+                // To be carried on as a task, however it ended, unless the client lacked
+                // a capability it needed (a protocol error, as without a task).
+                let out = match step {
+                    Ok(Step::Done(r)) => Ok(*r),
+                    Err(e) if e.code != rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY => Err(e),
+                    other => return other,
+                };
+                let work = tokio::spawn(async move { out });
+                return Ok(Step::Running(Running { work, cancel, asks }));
+            }
             Some(ask) = asks.recv() => ask,
+            () = sleep_or_never(task_after) => {
+                return Ok(Step::Running(Running { work, cancel, asks }));
+            }
             _ = request.cancelled() => {
                 cancel.cancel();
                 work.abort();
@@ -688,5 +673,6 @@ impl Drop for Rounds {
     }
 }
 
+mod request;
 #[cfg(test)]
 mod tests;

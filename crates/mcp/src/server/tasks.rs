@@ -24,16 +24,24 @@
 //!
 //! **Per tool.** The operator may set how a served tool runs ([`TaskSupport`], MCP's
 //! `execution.taskSupport`; `[serve] task_support` in `toolhost.toml`): `optional` (the
-//! default) as above, by the call's duration; `required`, always a task, made at once,
-//! and refused with `-32021` (Missing Required Client Capability, naming the extension
-//! in `data.requiredCapabilities`) to a client that does not take tasks, before
-//! anything runs; `forbidden`, never a task (its questions go to the client as for a
-//! client without the extension). A required call for which the bounds leave no room is
+//! default) as above, by the call's duration; `required`, always a task, and refused
+//! with `-32021` (Missing Required Client Capability, naming the extension in
+//! `data.requiredCapabilities`) to a client that does not take tasks, before anything
+//! runs; `forbidden`, never a task (its questions go to the client as for a client
+//! without the extension). A required call for which the bounds leave no room is
 //! refused before it runs, too: it cannot be answered any other way.
+//!
+//! A required call is made a task at once, except for a 2026-07-28 client, which is
+//! asked in rounds first (SEP-2663's composition of the two: a tool gathers its input in
+//! `input_required` rounds, then the request of the final round is answered with the
+//! task). Each request of such a call (the first, each retry) runs until the call asks,
+//! ends or has run [`TASK_AFTER`]: a question is a round; otherwise the request gets the
+//! `CreateTaskResult` (of a task already done, if the call ended), and the call's later
+//! questions are the task's `inputRequests` (`McpServer::carry_on_as_task`).
 //!
 //! **Questions.** A call that asks its client something (toolhost's approval, a wrapped
 //! server's elicitation, sampling or roots request) becomes a task at once, if it is not
-//! one yet: the question is the task's `inputRequests` (status `input_required`), the
+//! one yet (a required call's questions of a 2026-07-28 client are rounds until then): the question is the task's `inputRequests` (status `input_required`), the
 //! client answers with `tasks/update`, and the call goes on ([`TaskAsker`]). Several
 //! questions at once are pending together and may be answered one at a time. When no
 //! task can be made (the bounds), the question is refused as for a client that takes no
@@ -83,7 +91,8 @@ pub enum TaskSupport {
     /// A task when the client takes tasks and the call outlives [`TASK_AFTER`] or asks.
     #[default]
     Optional,
-    /// Always a task, made at once; refused to a client that does not take tasks.
+    /// Always a task (a 2026-07-28 client is asked in rounds first); refused to a client
+    /// that does not take tasks.
     Required,
 }
 
@@ -103,7 +112,7 @@ pub(crate) fn tasks_required(tool: &str) -> ErrorData {
 }
 
 /// The error of a call that must be a task when the bounds leave no room for one.
-fn no_room_for_task(tool: &str) -> ErrorData {
+pub(super) fn no_room_for_task(tool: &str) -> ErrorData {
     ErrorData::invalid_request(
         format!(
             "the tool `{tool}` runs only as a task, and no task can be made now (at most \
@@ -281,7 +290,7 @@ impl Tasks {
 
     /// Whether `owner` may make one more task (forgetting the owners of tasks the
     /// manager has let go of).
-    fn room_for(&self, owner: &str) -> bool {
+    pub(super) fn room_for(&self, owner: &str) -> bool {
         let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
         owners.retain(|id, _| self.manager.get_task(id).is_ok());
         let mine = owners.values().filter(|o| *o == owner).count();
@@ -362,6 +371,100 @@ impl super::McpServer {
             Outcome::Done(r) => rmcp::model::CallToolResponse::Complete(r),
             Outcome::Task(t) => rmcp::model::CallToolResponse::Task(t),
         })
+    }
+}
+
+impl super::McpServer {
+    /// Carries on as a task the call of a tool that runs only as one, once its rounds
+    /// are over (`running`: its work, which may have ended already): the client gets a
+    /// `CreateTaskResult`, and each question the call asks from now on is one of the
+    /// task's `inputRequests`. An approval it would need now cannot be asked in a round
+    /// any more: the task fails, saying to call again (the approval is then asked first).
+    pub(super) async fn carry_on_as_task(
+        &self,
+        owner: &str,
+        running: super::rounds::Running,
+        capabilities: ClientCapabilities,
+        request: &super::StopToken,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let super::rounds::Running {
+            mut work,
+            cancel,
+            mut asks,
+        } = running;
+        let asker = TaskAsker::new(capabilities);
+        let questions = asker.clone();
+        let stop = cancel.clone();
+        let handle = tokio::spawn(async move {
+            // Each question waits for its answer beside the others (several may be
+            // pending at once, answered one at a time), at most as many as a round asks.
+            let mut waiting = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    biased;
+                    done = &mut work => return ended(done),
+                    Some(ask) = asks.recv() => {
+                        if ask.restartable.is_some() {
+                            cancel.cancel();
+                            work.abort();
+                            return late_approval();
+                        }
+                        while waiting.try_join_next().is_some() {}
+                        if waiting.len() >= super::rounds::MAX_ASKS_PER_ROUND {
+                            let _ = ask.reply.send(Err(ErrorData::invalid_request(
+                                format!(
+                                    "more than {} questions pending at once; refused",
+                                    super::rounds::MAX_ASKS_PER_ROUND
+                                ),
+                                None,
+                            )));
+                            continue;
+                        }
+                        let asker = questions.clone();
+                        waiting.spawn(async move {
+                            let answer = asker
+                                .ask(ask.request, "the call's question", super::rounds::STATE_TTL)
+                                .await;
+                            let _ = ask.reply.send(answer);
+                        });
+                    }
+                }
+            }
+        });
+        let outcome = self
+            .tasks
+            .run(owner.to_string(), handle, stop, &asker, true, request)
+            .await?;
+        Ok(match outcome {
+            Outcome::Done(r) => rmcp::model::CallToolResponse::Complete(r),
+            Outcome::Task(t) => rmcp::model::CallToolResponse::Task(t),
+        })
+    }
+}
+
+/// How a call carried on from its rounds ended, as a task ends.
+fn ended(
+    done: Result<Result<rmcp::model::ServerResult, ErrorData>, tokio::task::JoinError>,
+) -> CallEnd {
+    let failure = match done {
+        Ok(Ok(rmcp::model::ServerResult::CallToolResult(r))) => return CallEnd::ran(r),
+        Ok(Ok(_)) => ErrorData::internal_error("the call produced another kind of result", None),
+        Ok(Err(e)) => e,
+        Err(e) => ErrorData::internal_error(format!("the call ended abnormally: {e}"), None),
+    };
+    CallEnd {
+        result: super::calls::error_result("failed", failure.message.to_string()),
+        failure: Some(failure),
+    }
+}
+
+/// The end of a task whose call needed toolhost's approval after it became a task.
+fn late_approval() -> CallEnd {
+    let message = "the call needed an approval after it became a task, where it cannot be \
+                   asked: call the tool again (the approval is asked first, in a round)";
+    CallEnd {
+        result: super::calls::error_result("approval", message.to_string()),
+        failure: Some(ErrorData::internal_error(message, None)),
     }
 }
 

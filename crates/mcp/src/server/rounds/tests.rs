@@ -33,6 +33,7 @@ fn input(step: Step) -> InputRequiredResult {
     match step {
         Step::Input(i) => i,
         Step::Done(d) => panic!("complete: {d:?}"),
+        Step::Running(_) => panic!("handed on as a task"),
     }
 }
 
@@ -40,6 +41,7 @@ fn text(step: Step) -> String {
     match step {
         Step::Done(d) => serde_json::to_string(&*d).unwrap(),
         Step::Input(i) => panic!("input required: {i:?}"),
+        Step::Running(_) => panic!("handed on as a task"),
     }
 }
 
@@ -102,7 +104,7 @@ async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
     };
     let first = input(
         rounds
-            .run(bind, None, None, caps(), "s", &owner(), &stop, work)
+            .run(bind, None, None, caps(), "s", &owner(), &stop, None, work)
             .await
             .unwrap(),
     );
@@ -122,6 +124,7 @@ async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
             "s",
             &owner(),
             &stop,
+            None,
             work,
         )
         .await
@@ -138,6 +141,7 @@ async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
                 "s",
                 &owner(),
                 &stop,
+                None,
                 work,
             )
             .await
@@ -153,6 +157,7 @@ async fn a_restartable_round_keeps_nothing_and_its_state_is_spent_once() {
             "s",
             &owner(),
             &stop,
+            None,
             work,
         )
         .await
@@ -176,7 +181,7 @@ async fn a_suspended_round_parks_the_call_until_answered() {
     };
     let first = input(
         rounds
-            .run(bind, None, None, caps(), "s", &owner(), &stop, work)
+            .run(bind, None, None, caps(), "s", &owner(), &stop, None, work)
             .await
             .unwrap(),
     );
@@ -194,6 +199,7 @@ async fn a_suspended_round_parks_the_call_until_answered() {
             "s",
             &owner(),
             &stop,
+            None,
             work,
         )
         .await
@@ -202,7 +208,7 @@ async fn a_suspended_round_parks_the_call_until_answered() {
     assert!(e.message.contains("must be an object"), "{e:?}");
     let again = input(
         rounds
-            .run(bind, None, None, caps(), "s", &owner(), &stop, work)
+            .run(bind, None, None, caps(), "s", &owner(), &stop, None, work)
             .await
             .unwrap(),
     );
@@ -219,6 +225,7 @@ async fn a_suspended_round_parks_the_call_until_answered() {
                 "s",
                 &owner(),
                 &stop,
+                None,
                 work,
             )
             .await
@@ -270,6 +277,7 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
                 "s",
                 &owner(),
                 &stop,
+                None,
                 asks(1),
             )
             .await
@@ -289,6 +297,7 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
                 "s",
                 &owner(),
                 &stop,
+                None,
                 asks(2),
             )
             .await
@@ -324,6 +333,7 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
                 "s",
                 &owner(),
                 &stop,
+                None,
                 approval,
             )
             .await
@@ -347,6 +357,7 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
             "s",
             &owner(),
             &stop,
+            None,
             asks(1),
         )
         .await
@@ -365,6 +376,7 @@ async fn an_answer_given_up_front_is_used_once_for_its_key() {
                 "s",
                 &owner(),
                 &stop,
+                None,
                 asks(1),
             )
             .await
@@ -405,4 +417,75 @@ fn one_client_spending_states_leaves_the_others_their_share() {
     let e = spend(&who("victim")).unwrap_err();
     assert!(e.message.contains("too many requests"), "{e:?}");
     spend(&who("newcomer")).unwrap();
+}
+
+/// The running work of a step handed on as a task.
+fn running(step: Step) -> Running {
+    match step {
+        Step::Running(r) => r,
+        Step::Done(d) => panic!("complete: {d:?}"),
+        Step::Input(i) => panic!("input required: {i:?}"),
+    }
+}
+
+/// With a time before the task: a question asked first is a round; the retry whose call
+/// then runs on past that time is handed on running (its later question comes through
+/// the handed-on asks, not as a round); a call that ends within it is handed on ended,
+/// with its result.
+#[tokio::test(start_paused = true)]
+async fn a_call_that_runs_on_after_its_rounds_is_handed_on_as_a_task() {
+    let rounds = Rounds::new(None).unwrap();
+    let stop = CancellationToken::new();
+    let after = Some(Duration::from_millis(500));
+    let bind = binding("p", "tools/call", "t", &json!({}));
+    let work = |client: DownstreamClient, _c: CancellationToken| async move {
+        let first = client.elicit(form(), Duration::from_secs(30)).await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let second = client.elicit(form(), Duration::from_secs(30)).await?;
+        done(format!("{:?} then {:?}", first.action, second.action))
+    };
+    let r1 = input(
+        rounds
+            .run(bind, None, None, caps(), "s", &owner(), &stop, after, work)
+            .await
+            .unwrap(),
+    );
+    let (key, _) = r1.input_requests.unwrap().into_iter().next().unwrap();
+    let answers: InputResponses = [(key, json!({"action": "accept"}))].into();
+    let never = |_: DownstreamClient, _: CancellationToken| async { done("not run".into()) };
+    let mut task = running(
+        rounds
+            .run(
+                bind,
+                r1.request_state.as_deref(),
+                Some(&answers),
+                caps(),
+                "s",
+                &owner(),
+                &stop,
+                after,
+                never,
+            )
+            .await
+            .unwrap(),
+    );
+    assert!(!task.work.is_finished());
+    assert_eq!(rounds.parked(), 0, "a call handed on is not parked");
+    // Its next question reaches whoever carries it on.
+    let ask = task.asks.recv().await.unwrap();
+    assert!(ask.restartable.is_none());
+    let _ = ask.reply.send(Ok(json!({"action": "decline"})));
+    let out = serde_json::to_string(&task.work.await.unwrap().unwrap()).unwrap();
+    assert!(out.contains("Accept then Decline"), "{out}");
+
+    // A call that ends at once is handed on ended, its result kept.
+    let quick = |_: DownstreamClient, _: CancellationToken| async { done("quick".into()) };
+    let task = running(
+        rounds
+            .run(bind, None, None, caps(), "s", &owner(), &stop, after, quick)
+            .await
+            .unwrap(),
+    );
+    let out = serde_json::to_string(&task.work.await.unwrap().unwrap()).unwrap();
+    assert!(out.contains("quick"), "{out}");
 }
