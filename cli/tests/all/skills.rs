@@ -253,6 +253,73 @@ fn approved_skills_verify_in_the_inspector_and_hostile_ones_are_withheld() {
         &["--uri", "skill://changes-later/SKILL.md"],
     );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("do something else"));
+
+    // Its folders are read with `resources/directory/read`: folders marked, files sized.
+    let listing = |uri: &str| {
+        let out = inspector(
+            &node,
+            &script,
+            &dir,
+            "resources/directory/read",
+            &["--uri", uri],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let got: Option<Value> = serde_json::from_str(&stdout).ok();
+        let entries = got
+            .filter(|_| out.status.success())
+            .and_then(|v| v["resources"].as_array().cloned())
+            .map(|a| {
+                a.iter()
+                    .map(|r| {
+                        let dir = r["mimeType"] == "inode/directory";
+                        format!(
+                            "{}{}",
+                            r["uri"].as_str().unwrap(),
+                            if dir { "/" } else { "" }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            });
+        (
+            entries,
+            format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let (root, said) = listing("skill://git-workflow");
+    assert_eq!(
+        root.unwrap_or_default(),
+        [
+            "skill://git-workflow/references/",
+            "skill://git-workflow/scripts/",
+            "skill://git-workflow/SKILL.md",
+        ],
+        "{said}"
+    );
+    let (refs, said) = listing("skill://git-workflow/references");
+    assert_eq!(
+        refs.clone().unwrap_or_default(),
+        ["skill://git-workflow/references/BRANCHES.md"],
+        "{said}"
+    );
+    // Attacked: a skill withheld, a file, a traversal, a made-up folder: each refused.
+    for not in [
+        "skill://never-approved",
+        "skill://changes-later",
+        "skill://git-workflow/SKILL.md",
+        "skill://git-workflow/%2e%2e",
+        "skill://git-workflow/references/../../never-approved",
+        "skill://git-workflow/nothing",
+    ] {
+        let (got, said) = listing(not);
+        assert!(got.is_none(), "{not}: {said}");
+        assert!(
+            said.contains("-32602") || said.contains("not a folder"),
+            "{not}: {said}"
+        );
+    }
+    // And a good read after them.
+    let (again, said) = listing("skill://git-workflow/references");
+    assert_eq!(again, refs, "{said}");
 }
 
 /// Wrapped servers' skills pass through `serve`: two inner `toolhost serve --stdio
@@ -321,22 +388,26 @@ fn wrapped_servers_skills_pass_through_and_a_contested_uri_is_not_passed() {
     }
     std::fs::write(dir.join("toolhost.toml"), config).unwrap();
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
-    let out = Command::new(&node)
-        .arg(&script)
-        .arg(bin)
-        // The outer serve reads `toolhost.toml` of its working folder (the Inspector takes
-        // `--config` as its own option).
-        .args(["serve", "--stdio", "--no-audit", "--plugins"])
-        .arg(dir.join("plugins"))
-        .arg("--cwd")
-        .arg(&dir)
-        .args(["--method", "skills/list", "--verify"])
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .env("MCP_CATALOG_PATH", dir.join("inspector-catalog.json"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let outer = |method: &[&str]| {
+        Command::new(&node)
+            .arg(&script)
+            .arg(bin)
+            // The outer serve reads `toolhost.toml` of its working folder (the Inspector
+            // takes `--config` as its own option).
+            .args(["serve", "--stdio", "--no-audit", "--plugins"])
+            .arg(dir.join("plugins"))
+            .arg("--cwd")
+            .arg(&dir)
+            .arg("--method")
+            .args(method)
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("MCP_CATALOG_PATH", dir.join("inspector-catalog.json"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = outer(&["skills/list", "--verify"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -356,4 +427,32 @@ fn wrapped_servers_skills_pass_through_and_a_contested_uri_is_not_passed() {
         stderr.contains("served by more than one server"),
         "{stderr}"
     );
+
+    // A folder of the passed skill is read through the gateway from its server; one of
+    // the contested skill is not passed either.
+    let out = outer(&[
+        "resources/directory/read",
+        "--uri",
+        "skill://release-notes/references",
+    ]);
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    let listing: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let uris: Vec<&str> = listing["resources"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["uri"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(uris, ["skill://release-notes/references/MORE.md"], "{said}");
+    let out = outer(&["resources/directory/read", "--uri", "skill://git-workflow"]);
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success() || said.contains("-32602"), "{said}");
+    assert!(!said.contains("MORE.md"), "{said}");
 }

@@ -222,7 +222,7 @@ impl ServerHandler for McpServer {
         if !self.skills.is_empty() || self.gateway.as_ref().is_some_and(Gateway::offers_skills) {
             caps.extensions.get_or_insert_with(Default::default).insert(
                 crate::skills::SKILLS_EXTENSION.to_string(),
-                JsonObject::new(),
+                skills::settings(&self.skills, self.gateway.as_ref()),
             );
         }
         // MCP Apps, when a tool of toolhost's own ships a view (a plugin's `NAME.ui/`).
@@ -582,6 +582,15 @@ impl ServerHandler for McpServer {
             _ => None,
         };
         skills::get(&self.skills, &request.uri, wrapped)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: rmcp::model::ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceDirectoryResult, ErrorData> {
+        self.wait_for_load("resources/directory/read").await;
+        Box::pin(self.read_skill_directory(&request.uri)).await
     }
 
     #[allow(deprecated)] // logging is deprecated for 2026-07-28; 2025-11-25 clients use it

@@ -125,9 +125,35 @@ pub struct SkillSet {
     skills: Vec<Arc<Skill>>,
 }
 
-/// The `skill://` URI of `file` of skill `name`.
+/// What a skill file's path keeps as it is in its URI: letters, digits, `- . _ ~` and the
+/// `/` between folders; every other byte is percent-encoded (the extension's URIs are
+/// URIs: a space, `#`, `?` or `%` in a file name must not change what they name).
+const PATH_KEEPS: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+/// The `skill://` URI of `file` (a `/`-separated path, percent-encoded in the URI) of
+/// skill `name`; the skill's own folder when `file` is empty.
 pub fn uri(name: &str, file: &str) -> String {
-    format!("skill://{name}/{file}")
+    if file.is_empty() {
+        return format!("skill://{name}");
+    }
+    format!(
+        "skill://{name}/{}",
+        percent_encoding::utf8_percent_encode(file, PATH_KEEPS)
+    )
+}
+
+/// One entry of a folder of a skill (`resources/directory/read`).
+#[derive(Debug)]
+pub enum DirEntry<'a> {
+    /// A file of the skill.
+    File(&'a SkillFile),
+    /// A folder in it, by its path in the skill.
+    Folder(String),
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -400,6 +426,36 @@ impl Skill {
     pub fn file(&self, path: &str) -> Option<&SkillFile> {
         self.files.iter().find(|f| f.path == path)
     }
+
+    /// The direct children of its folder `dir` (a `/`-separated path; empty: the skill's
+    /// own folder): folders, then files, each in path order. `None` when it has no such
+    /// folder (a folder is one that holds a file served; `dir` naming a file is not one).
+    pub fn children(&self, dir: &str) -> Option<Vec<DirEntry<'_>>> {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let mut folders = std::collections::BTreeSet::new();
+        let mut files = Vec::new();
+        for f in &self.files {
+            let Some(rest) = f.path.strip_prefix(&prefix) else {
+                continue;
+            };
+            match rest.split_once('/') {
+                Some((sub, _)) => {
+                    folders.insert(format!("{prefix}{sub}"));
+                }
+                None => files.push(DirEntry::File(f)),
+            }
+        }
+        if folders.is_empty() && files.is_empty() {
+            return None;
+        }
+        let mut out: Vec<DirEntry<'_>> = folders.into_iter().map(DirEntry::Folder).collect();
+        out.append(&mut files);
+        Some(out)
+    }
 }
 
 /// The MIME type served for a skill file at `path` holding `bytes`.
@@ -438,12 +494,33 @@ impl SkillSet {
         self.skills.iter().find(|s| s.uri() == uri)
     }
 
-    /// The file at `skill://NAME/PATH`, with its skill.
+    /// The file at `skill://NAME/PATH` (the URI its entry names), with its skill.
     pub fn file(&self, uri: &str) -> Option<(&Arc<Skill>, &SkillFile)> {
+        let (skill, _) = self.split(uri)?;
+        let file = skill
+            .files
+            .iter()
+            .find(|f| self::uri(&skill.name, &f.path) == uri)?;
+        Some((skill, file))
+    }
+
+    /// The skill and folder path of the directory URI `skill://NAME` (its own folder) or
+    /// `skill://NAME/PATH` (a folder in it; PATH percent-decoded, and not valid UTF-8:
+    /// none), with that folder's direct children.
+    pub fn directory(&self, uri: &str) -> Option<(&Arc<Skill>, Vec<DirEntry<'_>>)> {
+        let (skill, path) = self.split(uri)?;
+        let path = percent_encoding::percent_decode_str(path)
+            .decode_utf8()
+            .ok()?;
+        Some((skill, skill.children(&path)?))
+    }
+
+    /// The skill a `skill://NAME[/PATH]` URI is in, and the PATH part as written.
+    fn split<'u>(&self, uri: &'u str) -> Option<(&Arc<Skill>, &'u str)> {
         let rest = uri.strip_prefix("skill://")?;
-        let (name, path) = rest.split_once('/')?;
+        let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
         let skill = self.skills.iter().find(|s| s.name == name)?;
-        Some((skill, skill.file(path)?))
+        Some((skill, path))
     }
 }
 
@@ -542,5 +619,70 @@ mod tests {
         write(r, "refunds/references/POLICY.md", "policy v2");
         let again = load_skill(&r.join("refunds")).unwrap();
         assert_ne!(again.digest, s.digest);
+    }
+
+    #[test]
+    fn a_skills_folders_list_their_children_under_uris_that_name_them_exactly() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        write(
+            r,
+            "notes/SKILL.md",
+            "---\nname: notes\ndescription: Notes\n---\n# Notes\n",
+        );
+        write(r, "notes/a b#1.md", "spaced");
+        write(r, "notes/refs/deep/x.md", "x");
+        write(r, "notes/refs/y.md", "y");
+        let (set, problems) = load_folder(r);
+        assert!(problems.is_empty(), "{problems:?}");
+        let names = |uri: &str| -> Option<Vec<String>> {
+            let (_, children) = set.directory(uri)?;
+            Some(
+                children
+                    .iter()
+                    .map(|c| match c {
+                        DirEntry::Folder(p) => format!("{p}/"),
+                        DirEntry::File(f) => f.path.clone(),
+                    })
+                    .collect(),
+            )
+        };
+        // The skill's own folder: folders first, then files; a name with a space and a
+        // `#` is one file, under a URI that encodes them.
+        assert_eq!(
+            names("skill://notes").unwrap(),
+            ["refs/", "SKILL.md", "a b#1.md"]
+        );
+        assert_eq!(
+            names("skill://notes/").unwrap(),
+            names("skill://notes").unwrap()
+        );
+        assert_eq!(uri("notes", "a b#1.md"), "skill://notes/a%20b%231.md");
+        let (_, f) = set.file("skill://notes/a%20b%231.md").unwrap();
+        assert_eq!(&*f.bytes, b"spaced");
+        assert!(set.file("skill://notes/a b#1.md").is_none());
+        assert_eq!(
+            names("skill://notes/refs").unwrap(),
+            ["refs/deep/", "refs/y.md"]
+        );
+        assert_eq!(
+            names("skill://notes/r%65fs").unwrap(),
+            names("skill://notes/refs").unwrap()
+        );
+        // Not folders: a file, a path outside, a traversal, a name no skill has, a path
+        // that does not decode to UTF-8, a prefix of a folder's name.
+        for not in [
+            "skill://notes/SKILL.md",
+            "skill://notes/refs/y.md",
+            "skill://notes/..",
+            "skill://notes/%2e%2e",
+            "skill://notes/refs/../refs",
+            "skill://other",
+            "skill://notes/%ff",
+            "skill://notes/re",
+            "file:///etc",
+        ] {
+            assert!(names(not).is_none(), "{not} listed");
+        }
     }
 }

@@ -68,6 +68,11 @@ impl UpstreamInfo {
         self.capabilities.supports_skills()
     }
 
+    /// Whether it answers `resources/directory/read` (its skills' folders).
+    pub fn directory_read(&self) -> bool {
+        self.capabilities.supports_directory_read()
+    }
+
     /// Whether it offers resources.
     pub fn resources(&self) -> bool {
         self.capabilities.resources.is_some()
@@ -214,6 +219,23 @@ impl McpClient {
         )
         .await
         .map(|r| r.skill)
+    }
+
+    /// `resources/directory/read` of the folder at `uri` (the Skills extension), every
+    /// page (bounded).
+    pub async fn read_resource_directory(&self, uri: &str) -> Result<Vec<Resource>, UpstreamError> {
+        let uri = uri.to_string();
+        self.paged("resources/directory/read", move |peer, params| {
+            let mut request = rmcp::model::ReadResourceDirectoryRequestParams::new(uri.clone());
+            if let Some(cursor) = params.and_then(|p| p.cursor) {
+                request = request.with_cursor(cursor);
+            }
+            async move {
+                let r = peer.read_resource_directory(request).await?;
+                Ok((r.resources, r.next_cursor))
+            }
+        })
+        .await
     }
 
     /// `resources/subscribe`.

@@ -137,4 +137,108 @@ impl Gateway {
     pub fn offers_skills(&self) -> bool {
         self.upstreams().iter().any(|u| u.info.skills())
     }
+
+    /// Whether a wrapped server offers skills and answers `resources/directory/read`.
+    pub fn offers_directory_read(&self) -> bool {
+        self.upstreams()
+            .iter()
+            .any(|u| u.info.skills() && u.info.directory_read())
+    }
+
+    /// `resources/directory/read` of `dir`, a folder of a wrapped server's skill: asked
+    /// of the server that serves the files under it (the skills are listed again first
+    /// when none is known yet). `None` when no wrapped server's skill holds it; a
+    /// server's error otherwise. The children passed are those directly under `dir`
+    /// (see [`children_of`]), at most the extension's 512.
+    pub async fn read_skill_directory(
+        &self,
+        dir: &str,
+    ) -> Option<Result<Vec<rmcp::model::Resource>, crate::client::UpstreamError>> {
+        let server = match self.skill_server_of(dir) {
+            Some(s) => s,
+            None => {
+                self.list_skills().await;
+                self.skill_server_of(dir)?
+            }
+        };
+        let upstream = self.upstreams().into_iter().find(|u| u.name() == server)?;
+        let got = match upstream.client.read_resource_directory(dir).await {
+            Ok(got) => got,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(children_of(&server, dir, got)))
+    }
+
+    /// The server whose skill holds a file under the folder `dir`.
+    fn skill_server_of(&self, dir: &str) -> Option<String> {
+        let under = format!("{}/", dir.trim_end_matches('/'));
+        let routes = self.inner.routes.read().unwrap_or_else(|e| e.into_inner());
+        routes
+            .skills
+            .iter()
+            .find(|(uri, _)| uri.starts_with(&under))
+            .map(|(_, server)| server.clone())
+    }
+}
+
+/// Of what `server` answered for the folder `dir`: the entries directly under it (a URI
+/// of `dir/NAME`, no further `/`), at most the extension's file bound; any other entry
+/// (elsewhere, deeper, another scheme) is left out with a warning, so a server cannot
+/// list another skill's or server's URIs as its folder's.
+pub(crate) fn children_of(
+    server: &str,
+    dir: &str,
+    got: Vec<rmcp::model::Resource>,
+) -> Vec<rmcp::model::Resource> {
+    let under = format!("{}/", dir.trim_end_matches('/'));
+    let total = got.len();
+    let kept: Vec<_> = got
+        .into_iter()
+        .filter(|r| {
+            r.uri
+                .strip_prefix(&under)
+                .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+        })
+        .take(crate::skills::MAX_FILES)
+        .collect();
+    if kept.len() < total {
+        tracing::warn!(
+            server = %server,
+            "gateway: {} of the {total} entries server {server} listed in {} are not \
+             directly under it (or beyond {}); left out",
+            total - kept.len(),
+            toolhost_core::tools::escape::escape_line(dir),
+            crate::skills::MAX_FILES
+        );
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_passes_only_the_entries_directly_under_it() {
+        let r = |uri: &str| rmcp::model::Resource::new(uri, "x");
+        let got = vec![
+            r("skill://a/refs/x.md"),
+            r("skill://a/refs/deep"),
+            r("skill://a/refs/deep/y.md"),
+            r("skill://b/SKILL.md"),
+            r("file:///etc/passwd"),
+            r("skill://a/refs/"),
+            r("skill://a/refsx/z.md"),
+        ];
+        let kept: Vec<String> = children_of("s", "skill://a/refs", got)
+            .into_iter()
+            .map(|r| r.uri)
+            .collect();
+        assert_eq!(kept, ["skill://a/refs/x.md", "skill://a/refs/deep"]);
+        let many = (0..600).map(|i| r(&format!("skill://a/f{i}"))).collect();
+        assert_eq!(
+            children_of("s", "skill://a", many).len(),
+            crate::skills::MAX_FILES
+        );
+    }
 }

@@ -1,8 +1,8 @@
 //! The Skills extension on the server side (`io.modelcontextprotocol/skills`; the skills
 //! themselves are `crate::skills`): `skills/list` and `skills/get` (rmcp's handler methods
-//! and types), the skills' files in `resources/list`, and `resources/read` of their
-//! `skill://` URIs. Every entry carries the file digests and sizes the extension
-//! requires, so a client verifies what it reads.
+//! and types), the skills' files in `resources/list`, `resources/read` of their
+//! `skill://` URIs, and `resources/directory/read` of their folders. Every entry carries
+//! the file digests and sizes the extension requires, so a client verifies what it reads.
 //!
 //! rmcp's own `SkillCatalog` serves a folder from disk as it is; toolhost serves the
 //! skills the operator approved, from the bytes read and digested at load
@@ -10,12 +10,14 @@
 
 use base64::Engine as _;
 use rmcp::ErrorData;
+use rmcp::model::JsonObject;
 use rmcp::model::{
-    CacheScope, GetSkillResult, ListSkillsResult, ReadResourceResult, Resource, Skill,
+    CacheScope, DIRECTORY_MIME_TYPE, GetSkillResult, ListSkillsResult, ReadResourceDirectoryResult,
+    ReadResourceResult, Resource, Skill,
 };
 use serde_json::json;
 
-use crate::skills::{SkillSet, TTL_MS, mime_type, uri};
+use crate::skills::{DirEntry, SkillSet, TTL_MS, mime_type, uri};
 
 /// A skill's entry as rmcp models it (`skills/list`, `skills/get`).
 fn entry(skill: &crate::skills::Skill) -> Result<Skill, ErrorData> {
@@ -84,6 +86,37 @@ pub(super) fn resources(set: &SkillSet) -> Vec<Resource> {
     out
 }
 
+/// `resources/directory/read` of a `skill://` directory URI (a skill's own folder, or a
+/// folder in it): its direct children, folders (`inode/directory`) then files (with MIME
+/// type and size), on one page (a skill has at most 512 files); `None` when the URI names
+/// no folder of a skill served.
+pub(super) fn directory(
+    set: &SkillSet,
+    dir: &str,
+) -> Option<Result<ReadResourceDirectoryResult, ErrorData>> {
+    let (skill, children) = set.directory(dir)?;
+    let mut out = Vec::with_capacity(children.len());
+    for child in children {
+        let value = match child {
+            DirEntry::Folder(path) => {
+                let name = path.rsplit('/').next().unwrap_or(&path);
+                json!({"uri": uri(&skill.name, &path), "name": name,
+                    "mimeType": DIRECTORY_MIME_TYPE})
+            }
+            DirEntry::File(f) => {
+                let name = f.path.rsplit('/').next().unwrap_or(&f.path);
+                json!({"uri": uri(&skill.name, &f.path), "name": name,
+                    "mimeType": mime_type(&f.path, &f.bytes), "size": f.bytes.len()})
+            }
+        };
+        match serde_json::from_value::<Resource>(value) {
+            Ok(r) => out.push(r),
+            Err(e) => return Some(Err(ErrorData::internal_error(format!("{dir}: {e}"), None))),
+        }
+    }
+    Some(Ok(ReadResourceDirectoryResult::with_all_items(out)))
+}
+
 /// `resources/read` of a `skill://` URI: the file as text (or base64 when it is not
 /// UTF-8); `None` when the URI names no file served.
 pub(super) fn read(set: &SkillSet, uri: &str) -> Option<Result<ReadResourceResult, ErrorData>> {
@@ -98,4 +131,44 @@ pub(super) fn read(set: &SkillSet, uri: &str) -> Option<Result<ReadResourceResul
         serde_json::from_value::<ReadResourceResult>(json!({"contents": [contents]}))
             .map_err(|e| ErrorData::internal_error(format!("skill file {uri}: {e}"), None)),
     )
+}
+
+/// The skills extension's settings `serve` declares: `directoryRead` when it answers
+/// `resources/directory/read` for some skill (its own, or a wrapped server's that does).
+pub(super) fn settings(set: &SkillSet, gateway: Option<&crate::gateway::Gateway>) -> JsonObject {
+    let mut settings = JsonObject::new();
+    if !set.is_empty() || gateway.is_some_and(crate::gateway::Gateway::offers_directory_read) {
+        settings.insert("directoryRead".into(), serde_json::Value::Bool(true));
+    }
+    settings
+}
+
+impl super::McpServer {
+    /// `resources/directory/read`: a folder of a skill of toolhost's own, else of a wrapped
+    /// server's (passed through, see `gateway/skills.rs`); -32602 with the URI for any
+    /// other URI (a file, a folder of no skill served, a skill withheld).
+    pub(super) async fn read_skill_directory(
+        &self,
+        dir: &str,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        if let Some(read) = directory(&self.skills, dir) {
+            return read;
+        }
+        if let Some(gateway) = &self.gateway
+            && let Some(read) = Box::pin(gateway.read_skill_directory(dir)).await
+        {
+            return read
+                .map(ReadResourceDirectoryResult::with_all_items)
+                .map_err(|e| {
+                    let mut e = ErrorData::from(crate::gateway::GatewayError::from(e));
+                    // The wrapped server's own `data` never passes (unbounded).
+                    e.data = Some(json!({ "uri": dir }));
+                    e
+                });
+        }
+        Err(ErrorData::invalid_params(
+            format!("not a folder of a skill served: {dir}"),
+            Some(json!({ "uri": dir })),
+        ))
+    }
 }
