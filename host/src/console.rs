@@ -206,10 +206,23 @@ fn html(status: StatusCode, page: Markup) -> Response {
         .into_response()
 }
 
-/// A session's view of one request: who, and a nonce for its logout form.
-struct Authed {
+/// A session's view of one request: who, and a nonce for its logout form. As an
+/// extractor, it admits a page request of a live operator session, and answers any other
+/// with the login page (401) before the page's handler runs.
+pub(super) struct Authed {
     session: auth::SessionView,
     logout: String,
+}
+
+impl axum::extract::FromRequestParts<Console> for Authed {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        c: &Console,
+    ) -> Result<Self, Response> {
+        c.page_session(&parts.headers).map_err(|r| *r)
+    }
 }
 
 impl Console {
@@ -493,15 +506,7 @@ struct AuditQuery {
     at: String,
 }
 
-async fn audit(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Query(q): Query<AuditQuery>,
-) -> Response {
-    let a = match c.page_session(&headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn audit(State(c): State<Console>, a: Authed, Query(q): Query<AuditQuery>) -> Response {
     let Some(trail) = c.0.opts.audit.clone() else {
         return html(
             StatusCode::OK,
@@ -537,15 +542,7 @@ async fn audit(
     )
 }
 
-async fn audit_entry(
-    State(c): State<Console>,
-    headers: HeaderMap,
-    Query(q): Query<AuditQuery>,
-) -> Response {
-    let a = match c.page_session(&headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn audit_entry(State(c): State<Console>, a: Authed, Query(q): Query<AuditQuery>) -> Response {
     let (Some(trail), Some(at)) = (c.0.opts.audit.clone(), Cursor::parse(&q.at)) else {
         return (StatusCode::BAD_REQUEST, "no such record\n").into_response();
     };
@@ -565,11 +562,7 @@ async fn audit_entry(
     }
 }
 
-async fn live_page(State(c): State<Console>, headers: HeaderMap) -> Response {
-    let a = match c.page_session(&headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn live_page(State(c): State<Console>, a: Authed) -> Response {
     html(
         StatusCode::OK,
         pages::live(&a.logout, &c.0.opts.live.snapshot()),
@@ -602,11 +595,7 @@ async fn live_events(State(c): State<Console>, headers: HeaderMap) -> Response {
     Sse::new(stream).into_response()
 }
 
-async fn clients(State(c): State<Console>, headers: HeaderMap) -> Response {
-    let a = match c.page_session(&headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn clients(State(c): State<Console>, a: Authed) -> Response {
     let opts = &c.0.opts;
     let mut sessions = vec![(
         "console sessions".to_string(),

@@ -6,7 +6,6 @@
 //! read a resource first thing: the read waits for the load too.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
@@ -34,18 +33,6 @@ fn lists(client: &mut StdioClient) -> [BTreeSet<String>; 3] {
         keys(&templates, "resourceTemplates", "uriTemplate"),
         keys(&prompts, "prompts", "name"),
     ]
-}
-
-/// `toolhost serve --stdio` with `config`, no audit, the plugins of `plugins`.
-fn serve(config: &Path, plugins: &Path) -> StdioClient {
-    StdioClient::spawn(
-        Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .args(["serve", "--stdio", "--no-audit", "--config"])
-            .arg(config)
-            .arg("--plugins")
-            .arg(plugins)
-            .stderr(Stdio::null()),
-    )
 }
 
 #[test]
@@ -80,7 +67,7 @@ fn first_lists_right_after_initialize_wait_for_the_wrapped_server() {
     .unwrap();
     let plugins = dir.join("no-plugins");
     std::fs::create_dir_all(&plugins).unwrap();
-    let mut client = serve(&config, &plugins);
+    let mut client = crate::serve_stdio(&config, &plugins);
     // No pause: Node has not even started server-everything when these arrive.
     let init = client.initialize("first-lists");
     // `initialize` waited for the load too: the wrapped server's instructions are in it.
@@ -103,7 +90,7 @@ fn first_lists_right_after_initialize_wait_for_the_wrapped_server() {
     assert_eq!(sum["result"]["isError"], json!(false), "{sum}");
     drop(client);
 
-    let mut reader = serve(&config, &plugins);
+    let mut reader = crate::serve_stdio(&config, &plugins);
     reader.initialize("reads-first");
     let read = reader.request(1, "resources/read", json!({"uri": uri}));
     assert!(read["result"]["contents"][0]["text"].is_string(), "{read}");

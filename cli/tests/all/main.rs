@@ -36,3 +36,19 @@ mod tasks;
 mod tenants;
 mod trust;
 mod wrapped_bounds;
+
+/// `toolhost serve --stdio` with `config`, no audit, the plugins of `plugins` (its stderr
+/// dropped), as a JSON-RPC client over its pipes.
+pub(crate) fn serve_stdio(
+    config: &std::path::Path,
+    plugins: &std::path::Path,
+) -> toolhost_testkit::jsonrpc::StdioClient {
+    toolhost_testkit::jsonrpc::StdioClient::spawn(
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["serve", "--stdio", "--no-audit", "--config"])
+            .arg(config)
+            .arg("--plugins")
+            .arg(plugins)
+            .stderr(std::process::Stdio::null()),
+    )
+}

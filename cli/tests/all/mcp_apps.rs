@@ -68,17 +68,6 @@ fn ask(client: &mut StdioClient) -> Seen {
     }
 }
 
-fn serve(config: &Path, plugins: &Path) -> StdioClient {
-    StdioClient::spawn(
-        Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .args(["serve", "--stdio", "--no-audit", "--config"])
-            .arg(config)
-            .arg("--plugins")
-            .arg(plugins)
-            .stderr(Stdio::null()),
-    )
-}
-
 #[test]
 fn the_ext_apps_example_server_through_serve_is_as_direct() {
     let Some(app) = peers::apps_basic() else {
@@ -112,7 +101,7 @@ fn the_ext_apps_example_server_through_serve_is_as_direct() {
     .unwrap();
     let plugins = dir.join("no-plugins");
     std::fs::create_dir_all(&plugins).unwrap();
-    let mut client = serve(&config, &plugins);
+    let mut client = crate::serve_stdio(&config, &plugins);
     initialize(&mut client);
     let got = ask(&mut client);
 
@@ -282,7 +271,7 @@ fn a_plugin_ships_its_own_app_and_chromium_runs_it_through_serve() {
     };
     // Before the approval the tool is served (it needs no capability), its view is not.
     let ask = |id: u64, method: &str, params: Value| {
-        let mut client = serve(&dir.join("toolhost.toml"), &plugins);
+        let mut client = crate::serve_stdio(&dir.join("toolhost.toml"), &plugins);
         initialize(&mut client);
         client.request(id, method, params)
     };

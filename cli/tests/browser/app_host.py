@@ -23,8 +23,7 @@ import tempfile
 import time
 import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+import chromium
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -107,13 +106,7 @@ host = os.path.join(tempfile.mkdtemp(), "host.html")
 with open(host, "w") as f:
     f.write(page)
 
-options = webdriver.ChromeOptions()
-options.binary_location = os.environ.get("TOOLHOST_CHROMIUM", "/usr/bin/chromium")
-for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--disable-background-networking", "--window-size=1100,900"):
-    options.add_argument(flag)
-service = Service(executable_path=os.environ.get("TOOLHOST_CHROMEDRIVER", "/usr/bin/chromedriver"))
-driver = webdriver.Chrome(service=service, options=options)
+driver = chromium.start(1100, 900)
 wait = WebDriverWait(driver, 20)
 try:
     print("step: the view starts and says hello to its host", flush=True)

@@ -18,8 +18,7 @@ import sys
 import time
 import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+import chromium
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -27,13 +26,7 @@ admin, token_file, mcp_url, shots = sys.argv[1:5]
 token = open(token_file).read().strip()
 os.makedirs(shots, exist_ok=True)
 
-options = webdriver.ChromeOptions()
-options.binary_location = os.environ.get("TOOLHOST_CHROMIUM", "/usr/bin/chromium")
-for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--disable-background-networking", "--window-size=1280,1000"):
-    options.add_argument(flag)
-service = Service(executable_path=os.environ.get("TOOLHOST_CHROMEDRIVER", "/usr/bin/chromedriver"))
-driver = webdriver.Chrome(service=service, options=options)
+driver = chromium.start(1280, 1000)
 wait = WebDriverWait(driver, 20)
 
 

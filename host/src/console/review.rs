@@ -4,11 +4,11 @@
 //! through the one approval route of `toolhost approve` ([`crate::trust::review_plugin`]).
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::{Console, field, html, pages};
+use super::{Authed, Console, field, html, pages};
 use crate::tools::ToolSource;
 use crate::trust::TrustState;
 
@@ -56,13 +56,9 @@ fn findings_of(source: &str, tools: &[pages::ToolRow]) -> Vec<(String, String, S
 
 pub(super) async fn sources(
     State(c): State<Console>,
-    headers: HeaderMap,
+    a: Authed,
     Query(q): Query<SourcesQuery>,
 ) -> Response {
-    let a = match c.page_session(&headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
     let opts = &c.0.opts;
     let lock = toolhost_trust::Lock::load(&toolhost_trust::Lock::path_in(&opts.plugins_dir))
         .unwrap_or_default();
@@ -239,11 +235,7 @@ fn narrowed(r: &toolhost_trust::Capabilities, keep: &[&str]) -> toolhost_trust::
     g
 }
 
-pub(super) async fn pending(State(c): State<Console>, headers: HeaderMap) -> Response {
-    let a = match c.page_session(&headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+pub(super) async fn pending(State(c): State<Console>, a: Authed) -> Response {
     let opts = &c.0.opts;
     let waiting: Vec<_> = opts
         .board
