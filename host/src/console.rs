@@ -25,6 +25,7 @@ mod auth;
 mod live;
 mod pages;
 mod review;
+mod servers;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -76,6 +77,8 @@ pub struct ConsoleOptions {
     pub permissions: crate::permissions::PermissionsConfig,
     /// Each plugin's trust as loading and live reload decided.
     pub board: TrustBoard,
+    /// The wrapped MCP servers, their pins and withheld tools.
+    pub mcp: Option<crate::trust::McpBoard>,
     /// The audit trail, if one is written.
     pub audit: Option<AuditTrail>,
     /// The live counts (attached to the registry by the caller).
@@ -136,6 +139,8 @@ pub fn router(console: Console) -> axum::Router {
         .route("/console/pending", get(review::pending))
         .route("/console/pending/approve", post(review::approve))
         .route("/console/pending/deny", post(review::deny))
+        .route("/console/pending/approve-server", post(servers::approve))
+        .route("/console/pending/deny-server", post(servers::deny))
         .route("/console/audit", get(audit))
         .route("/console/audit/entry", get(audit_entry))
         .route("/console/live", get(live_page))

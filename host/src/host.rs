@@ -140,12 +140,14 @@ pub struct Loaded {
     pub mcp_unauthorized: Vec<String>,
     /// The MCP servers connected.
     pub mcp_clients: Vec<crate::mcp::McpClient>,
+    /// The pins their tool filters read (an approval while serving updates them).
+    pub mcp_pins: crate::trust::McpPins,
 }
 
 impl Host {
     /// Loads the plugins folder `dir` (under its lock, as [`Host::load_folder`]) and then
-    /// the MCP servers of `config`, their tools pinned by the same lock (read once, see
-    /// [`crate::trust::connect_mcp`]), into `registry`. Plugins come first, so a plugin
+    /// the MCP servers of `config`, their tools pinned by the same lock (read once, then
+    /// kept in [`Loaded::mcp_pins`], see [`crate::trust::connect_mcp`]), into `registry`. Plugins come first, so a plugin
     /// keeps a tool name an MCP server also offers (the server's tool becomes
     /// `server__tool`), whatever finishes first. Problems with single plugins or servers
     /// are reported; the rest loads.
@@ -176,6 +178,7 @@ impl Host {
             mcp_down: mcp.down,
             mcp_unauthorized: mcp.unauthorized,
             mcp_clients: mcp.clients,
+            mcp_pins: mcp.pins,
         }
     }
 }

@@ -31,12 +31,16 @@ pub use toolhost_trust::{TrustState, clean};
 
 mod candidate;
 mod mcp;
+mod mcp_board;
 mod offer;
 pub mod release;
 mod review;
 
 pub use candidate::{Candidate, CandidateError, file_source};
 pub use mcp::{McpWithheld, connect_mcp, mcp_tool_def};
+pub use mcp_board::{
+    HeldServer, McpApproveError, McpBoard, McpPins, approve_mcp_defs, defs_digest,
+};
 pub use offer::LoadRules;
 use offer::PrepareJob;
 pub use offer::package_signature;

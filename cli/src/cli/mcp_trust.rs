@@ -10,7 +10,7 @@ use anyhow::bail;
 use super::servers::server_tools;
 use toolhost::config::HostConfig;
 use toolhost::trust::{clean, mcp_tool_def};
-use toolhost_trust::{Capabilities, DefStore, Diff, Lock, McpEntry, ToolDef};
+use toolhost_trust::{Capabilities, DefStore, Diff, Lock, ToolDef};
 
 /// Approves the tools of MCP server `server` as it describes them now.
 pub async fn approve(
@@ -28,8 +28,7 @@ pub async fn approve(
         .map(mcp_tool_def)
         .collect();
 
-    let lock_path = Lock::path_in(dir);
-    let mut lock = Lock::load(&lock_path)?;
+    let lock = Lock::load(&Lock::path_in(dir))?;
     let store = DefStore::in_dir(dir);
     println!("mcp server {server}\n  tools:");
     for t in &defs {
@@ -58,17 +57,7 @@ pub async fn approve(
         );
     }
     super::common::confirm(yes, &format!("approve the tools of mcp server {server}?"))?;
-    for t in &defs {
-        store.save(t)?;
-    }
-    lock.mcp.insert(
-        server.to_string(),
-        McpEntry {
-            approved_at: toolhost_trust::now_rfc3339(),
-            tools: defs.iter().map(|t| (t.name.clone(), t.hash())).collect(),
-        },
-    );
-    lock.save(&lock_path)?;
+    let lock_path = toolhost::trust::approve_mcp_defs(dir, server, &defs)?;
     println!("approved mcp:{server}: {}", lock_path.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -340,6 +340,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The MCP server's tasks, which the console's clients page counts by client.
     let task_board = toolhost::mcp::server::TaskBoard::default();
     let board = toolhost::trust::TrustBoard::new();
+    // The wrapped servers, for the console's review of their withheld tools.
+    let mcp_board = toolhost::trust::McpBoard::default();
     if let Some(addr) = args.admin {
         let metrics = toolhost::admin::Metrics::install()?
             .with_sessions(session_counters.clone())
@@ -356,6 +358,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 trust_keys: config.trust.keys.clone(),
                 permissions: config.permissions.clone(),
                 board: board.clone(),
+                mcp: Some(mcp_board.clone()),
                 audit: audit
                     .as_ref()
                     .map(|(path, log)| toolhost::console::AuditTrail {
@@ -494,6 +497,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         // The wrapped servers join the gateway before the load ends: lists of resources
         // and prompts sent meanwhile waited for it, and must then see them.
+        mcp_board.publish(
+            report.mcp_pins.clone(),
+            report.mcp_clients.clone(),
+            config.trust.options(),
+            &super::common::plugins_dir(&args.host, &config),
+        );
         for client in report.mcp_clients {
             upstreams.add(client).await;
         }

@@ -644,3 +644,174 @@ fn a_gigabyte_audit_trail_pages_in_bounded_memory() {
     eprintln!("1 GB trail: peak memory grew by {grown} KiB over 6 pages");
     assert!(grown < 64 * 1024, "the audit pages took {grown} KiB");
 }
+
+/// The value of hidden input `name` in the form of `action` of the pending section of MCP
+/// server `server`.
+fn server_field(page: &str, server: &str, action: &str, name: &str) -> String {
+    let section = page
+        .split("<section class=\"pending server\"")
+        .find(|s| s.contains(&format!("data-name=\"mcp:{server}\"")))
+        .unwrap_or_else(|| panic!("no pending section of mcp:{server} in:\n{page}"));
+    let f = section
+        .split("<form")
+        .find(|f| f.contains(&format!("action=\"{action}\"")))
+        .expect("the form");
+    let at = f
+        .find(&format!("name=\"{name}\" value=\""))
+        .expect("the field")
+        + name.len()
+        + 15;
+    f[at..].split('"').next().unwrap().to_string()
+}
+
+/// The names of the tools `serve` at `addr` lists to a client.
+fn tool_names(addr: &str) -> Vec<String> {
+    let r = toolhost_testkit::http::mcp_2026(
+        addr,
+        "tools/list",
+        None,
+        serde_json::json!({}),
+        serde_json::json!({}),
+    )
+    .unwrap();
+    let m = toolhost_testkit::http::rpc_message(&r).unwrap();
+    m["result"]["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A wrapped server whose tools were never approved (`require_approval = "all"`) is on
+/// the pending page with its tools and lint; a decision on other definitions (a stale
+/// digest) is refused and writes nothing; the approval pins them in the lock, the running
+/// serve offers them at once, and the action is in the audit trail. A replayed form is
+/// refused, and the approved tool is called.
+#[test]
+fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
+    let Some(python) = toolhost_testkit::peers::python() else {
+        return;
+    };
+    let work = Work::new();
+    std::fs::write(
+        work.dir.path().join("toolhost.toml"),
+        format!(
+            "[trust]\nrequire_approval = \"all\"\n\
+             [mcp.servers.slow]\ncommand = {:?}\nargs = [{:?}]\ndefault_risk = \"read-only\"\n",
+            python.display().to_string(),
+            toolhost_testkit::peers::mcp_fixture("slow_server.py")
+                .display()
+                .to_string()
+        ),
+    )
+    .unwrap();
+    let (serve, admin) = work.serve(&[]);
+    let addr = serve.addr();
+    assert!(
+        !tool_names(&addr).contains(&"wait".to_string()),
+        "an unapproved tool is offered"
+    );
+    let cookie = login(&admin, &work.token);
+    let pending = get(&admin, "/console/pending", Some(&cookie)).body;
+    assert!(pending.contains("data-name=\"mcp:slow\""), "{pending}");
+    assert!(pending.contains("wait (never approved)"), "{pending}");
+    assert!(
+        pending.contains("Wait the given number of seconds"),
+        "{pending}"
+    );
+    let field = |page: &str, name: &str| {
+        server_field(page, "slow", "/console/pending/approve-server", name)
+    };
+    let digest = field(&pending, "digest");
+    let origin = format!("http://{admin}");
+
+    // Definitions other than those shown: refused, nothing written.
+    let nonce = field(&pending, "csrf");
+    let stale = form(&[
+        ("csrf", &nonce),
+        ("server", "slow"),
+        ("digest", "sha256:0000"),
+    ]);
+    let r = post(
+        &admin,
+        "/console/pending/approve-server",
+        Some(&cookie),
+        &[("Origin", &origin)],
+        &stale,
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(!work.lock().contains("[mcp.slow]"), "{}", work.lock());
+
+    // The approval of what was shown: pinned, and offered while serving.
+    let page = get(&admin, "/console/pending", Some(&cookie)).body;
+    let good = form(&[
+        ("csrf", &field(&page, "csrf")),
+        ("server", "slow"),
+        ("digest", &digest),
+    ]);
+    let r = post(
+        &admin,
+        "/console/pending/approve-server",
+        Some(&cookie),
+        &[("Origin", &origin)],
+        &good,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(work.lock().contains("[mcp.slow]"), "{}", work.lock());
+    let mut offered = false;
+    for _ in 0..100 {
+        if tool_names(&addr).contains(&"wait".to_string()) {
+            offered = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        offered,
+        "the approved tool is not offered\n{}",
+        serve.stderr()
+    );
+    let after = get(&admin, "/console/pending", Some(&cookie)).body;
+    assert!(!after.contains("data-name=\"mcp:slow\""), "{after}");
+    // Replayed: refused.
+    let r = post(
+        &admin,
+        "/console/pending/approve-server",
+        Some(&cookie),
+        &[("Origin", &origin)],
+        &good,
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+
+    // In the audit trail: the refusal and the approval, with the operator session.
+    let trail = std::fs::read_to_string(&work.audit).unwrap();
+    let actions: Vec<serde_json::Value> = trail
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["tool"] == "console.approve" && r["arguments"]["server"] == "slow")
+        .collect();
+    assert_eq!(actions.len(), 2, "{trail}");
+    assert_eq!(actions[0]["ok"], false, "{trail}");
+    assert_eq!(actions[1]["ok"], true, "{trail}");
+    assert!(
+        actions[1]["session"]
+            .as_str()
+            .unwrap()
+            .starts_with("console:")
+    );
+
+    // The approved tool is called.
+    let r = toolhost_testkit::http::mcp_2026(
+        &addr,
+        "tools/call",
+        Some("wait"),
+        serde_json::json!({"name": "wait", "arguments": {"seconds": 0}}),
+        serde_json::json!({}),
+    )
+    .unwrap();
+    let m = toolhost_testkit::http::rpc_message(&r).unwrap();
+    assert!(m["result"].to_string().contains("waited"), "{m}");
+}

@@ -474,8 +474,15 @@ impl McpClient {
         .map_err(|e| refused(format!("logging in again for more scope failed: {e}")))
     }
 
-    /// The cached tool list, if any (for [`McpClient::into_tools`]).
-    pub(crate) fn cached_tools(&self) -> Option<Arc<Vec<McpToolInfo>>> {
+    /// Marks the server's tool list stale: the registry sync lists it again and passes
+    /// every tool through its filter anew (the operator approved new definitions).
+    pub fn tools_changed(&self) {
+        self.shared.changed.send_modify(|g| *g += 1);
+    }
+
+    /// The tool list as the server last gave it (every tool, offered or withheld), if
+    /// it was listed.
+    pub fn cached_tools(&self) -> Option<Arc<Vec<McpToolInfo>>> {
         self.shared
             .tools
             .read()

@@ -213,10 +213,11 @@ pub struct PendingRow {
     pub reviewable: bool,
 }
 
-/// The pending page.
-pub fn pending(logout: &str, rows: &[PendingRow]) -> Markup {
+/// The pending page: the plugins, then `servers` (the MCP servers with tools withheld,
+/// `any_server` when there is one).
+pub fn pending(logout: &str, rows: &[PendingRow], servers: Markup, any_server: bool) -> Markup {
     let body = html! {
-        @if rows.is_empty() { p #nothing-pending { "Nothing is waiting for approval." } }
+        @if rows.is_empty() && !any_server { p #nothing-pending { "Nothing is waiting for approval." } }
         @for p in rows {
             section.pending data-name=(p.name) {
                 h2 { (p.name) }
@@ -257,6 +258,7 @@ pub fn pending(logout: &str, rows: &[PendingRow]) -> Markup {
                 }
             }
         }
+        (servers)
     };
     layout("Pending approval", "/console/pending", Some(logout), body)
 }

@@ -301,7 +301,14 @@ pub(super) async fn pending(State(c): State<Console>, a: Authed) -> Response {
         }
         rows.push(row);
     }
-    html(StatusCode::OK, pages::pending(&a.logout, &rows))
+    let (servers, any_server) = match super::servers::section(&c, &a) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    html(
+        StatusCode::OK,
+        pages::pending(&a.logout, &rows, servers, any_server),
+    )
 }
 
 pub(super) async fn approve(super::Post { c, s, form }: super::Post) -> Response {

@@ -1,7 +1,7 @@
 //! MCP servers under the lock: the definition of each server's tool as the lock pins it,
 //! and [`connect_mcp`], which connects the configured servers and withholds tools whose
 //! definition changed since approval (or that were never approved, with
-//! `require_approval = "all"`).
+//! `require_approval = "all"`), by the pins as they are at each sync of a server's list.
 
 use toolhost_trust::{Lock, ToolDef, clean};
 
@@ -58,6 +58,8 @@ pub struct McpLoad {
     pub unauthorized: Vec<String>,
     /// The connected clients (for the gateway of `serve`).
     pub clients: Vec<crate::mcp::McpClient>,
+    /// The pins the clients' tool filters read (an approval while serving updates them).
+    pub pins: super::McpPins,
 }
 
 /// Connects the MCP servers of `config`, offering only the tools the lock's `[mcp.NAME]`
@@ -71,16 +73,14 @@ pub async fn connect_mcp(
     use std::sync::{Arc, Mutex};
     let opts = config.trust.options();
     let withheld: Arc<Mutex<Vec<McpWithheld>>> = Arc::default();
-    let pins: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> = lock
-        .mcp
-        .iter()
-        .map(|(k, v)| (k.clone(), v.tools.clone()))
-        .collect();
+    // Read at every sync of a server's list, so an approval made while serving applies.
+    let pins = super::McpPins::from_lock(lock);
     let filter_for = |server: &str| -> Option<crate::mcp::ToolFilter> {
-        let pinned = pins.get(server).cloned();
+        let pins = pins.clone();
         let server = server.to_string();
         let withheld = withheld.clone();
         Some(Arc::new(move |info: &crate::mcp::McpToolInfo| {
+            let pinned = pins.get(&server);
             let state =
                 toolhost_trust::evaluate_mcp_tool(pinned.as_ref(), &mcp_tool_def(info), opts);
             if state == toolhost_trust::McpToolState::Offered {
@@ -128,5 +128,6 @@ pub async fn connect_mcp(
         down,
         unauthorized,
         clients,
+        pins,
     }
 }

@@ -1,0 +1,200 @@
+//! The console's review of wrapped MCP servers whose tools are withheld (their definitions
+//! changed since approval, or were never approved under `require_approval = "all"`): their
+//! part of the pending page, and two actions. Approve pins the tools as the server lists
+//! them now (the same approval as `toolhost approve mcp:SERVER`), and the running `serve`
+//! offers them at once. Deny records the decision; the tools stay withheld.
+//!
+//! Everything shown came from the server (names, descriptions, schemas), so it is text
+//! in maud's escaped markup; a decision names the digest of the definitions shown, and
+//! definitions that changed since get 409 with nothing written.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
+
+use super::{Authed, Console, field, html as page, pages};
+use crate::trust::HeldServer;
+
+/// Most servers reviewed for one view of the pending page.
+const MAX_SHOWN: usize = 20;
+
+/// Why each withheld tool is withheld, as text.
+fn withheld_text(h: &HeldServer) -> String {
+    let each: Vec<String> = h
+        .withheld
+        .iter()
+        .map(|(tool, state)| {
+            let why = match state {
+                toolhost_trust::McpToolState::Changed => "changed since approval",
+                toolhost_trust::McpToolState::Unapproved => "never approved",
+                toolhost_trust::McpToolState::Offered => "offered",
+            };
+            format!("{} ({why})", toolhost_trust::clean(tool))
+        })
+        .collect();
+    format!("withheld: {}", each.join(", "))
+}
+
+/// Lint's findings on the server's definitions: (severity, tool, message).
+fn findings(h: &HeldServer) -> Vec<(String, String, String)> {
+    let source = format!("mcp:{}", h.server);
+    let subjects: Vec<_> = h
+        .defs
+        .iter()
+        .map(|d| toolhost_lint::Subject::shown(&source, d.clone()))
+        .collect();
+    let mut f = toolhost_lint::lint(&subjects);
+    toolhost_lint::sort(&mut f);
+    f.into_iter()
+        .map(|f| (f.severity.as_str().to_string(), f.tool, f.message))
+        .collect()
+}
+
+/// The pending page's part for the servers with tools withheld, and whether there is any;
+/// a failed nonce is the error response.
+pub(super) fn section(c: &Console, a: &Authed) -> Result<(Markup, bool), Box<Response>> {
+    let Some(board) = &c.0.opts.mcp else {
+        return Ok((html! {}, false));
+    };
+    let held: Vec<HeldServer> = board.held().into_iter().take(MAX_SHOWN).collect();
+    let mut parts = Vec::with_capacity(held.len());
+    for h in &held {
+        let nonces = match (c.nonce(&a.session), c.nonce(&a.session)) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(r), _) | (_, Err(r)) => return Err(r),
+        };
+        let name = format!("mcp:{}", h.server);
+        let denied =
+            c.0.denied
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .find(|(n, d, _)| *n == name && *d == h.digest)
+                .map(|(_, _, why)| why.clone());
+        let findings = findings(h);
+        parts.push(html! {
+            section.pending.server data-name=(name) {
+                h2 { (name) }
+                p.state { (withheld_text(h)) }
+                @if let Some(d) = &denied { p.notice { (d) } }
+                h3 { "Tools as the server lists them now" }
+                ul.tools { @for d in &h.defs { li { code { (d.name) } ": " (d.description) } } }
+                @if let Some(diff) = h.diff.as_ref().filter(|d| !d.is_empty()) {
+                    h3 { "Changes since the approval" } pre.diff { (diff) }
+                }
+                h3 { "Lint" }
+                @if findings.is_empty() { p { "no findings" } }
+                ul.findings { @for (sev, tool, msg) in &findings { li { span.(sev) { (sev) } " " code { (tool) } ": " (msg) } } }
+                form method="post" action="/console/pending/approve-server" class="approve" {
+                    input type="hidden" name="csrf" value=(nonces.0);
+                    input type="hidden" name="server" value=(h.server);
+                    input type="hidden" name="digest" value=(h.digest);
+                    button type="submit" class="approve" { "Approve its tools" }
+                }
+                form method="post" action="/console/pending/deny-server" class="deny" {
+                    input type="hidden" name="csrf" value=(nonces.1);
+                    input type="hidden" name="server" value=(h.server);
+                    input type="hidden" name="digest" value=(h.digest);
+                    button type="submit" class="deny" { "Deny" }
+                }
+            }
+        });
+    }
+    let any = !parts.is_empty();
+    Ok((html! { @for p in parts { (p) } }, any))
+}
+
+/// A page saying `text`, after an action.
+fn said(
+    c: &Console,
+    s: &super::auth::SessionView,
+    status: StatusCode,
+    title: &str,
+    text: &str,
+) -> Response {
+    page(
+        status,
+        pages::message(
+            title,
+            "/console/pending",
+            &c.nonce(s).unwrap_or_default(),
+            text,
+            "/console/pending",
+        ),
+    )
+}
+
+/// Approves the tools of the form's `server` as they were shown (`digest`).
+pub(super) async fn approve(super::Post { c, s, form }: super::Post) -> Response {
+    let server = field(&form, "server").unwrap_or("").to_string();
+    let digest = field(&form, "digest").unwrap_or("").to_string();
+    let args = serde_json::json!({"server": server, "digest": digest});
+    let Some(board) = c.0.opts.mcp.clone() else {
+        return (StatusCode::NOT_FOUND, "no MCP servers on this serve\n").into_response();
+    };
+    match board.approve(&server, &digest) {
+        Ok(tools) => {
+            c.record(&s, "console.approve", args, true, None);
+            tracing::info!(server = %toolhost_trust::clean(&server), session = %s.label, "console: MCP server's tools approved");
+            let text = format!(
+                "Approved the tools of mcp:{server} ({}): the lock pins them, and serve offers them now.",
+                tools.join(", ")
+            );
+            said(&c, &s, StatusCode::OK, "Approved", &text)
+        }
+        Err(e) => {
+            let status = match e {
+                crate::trust::McpApproveError::Unknown(_) => StatusCode::NOT_FOUND,
+                crate::trust::McpApproveError::Changed(_) => StatusCode::CONFLICT,
+                crate::trust::McpApproveError::NotListed(_) => StatusCode::SERVICE_UNAVAILABLE,
+                crate::trust::McpApproveError::Write(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            c.record(&s, "console.approve", args, false, Some(e.to_string()));
+            said(&c, &s, status, "Not approved", &e.to_string())
+        }
+    }
+}
+
+/// Denies the tools of the form's `server` as shown: recorded, and they stay withheld.
+pub(super) async fn deny(super::Post { c, s, form }: super::Post) -> Response {
+    let server = field(&form, "server").unwrap_or("").to_string();
+    let digest = field(&form, "digest").unwrap_or("").to_string();
+    let known =
+        c.0.opts
+            .mcp
+            .as_ref()
+            .is_some_and(|b| b.held().iter().any(|h| h.server == server));
+    if !known {
+        return (
+            StatusCode::NOT_FOUND,
+            "no such server with tools withheld\n",
+        )
+            .into_response();
+    }
+    c.record(
+        &s,
+        "console.deny",
+        serde_json::json!({"server": server, "digest": digest}),
+        true,
+        None,
+    );
+    {
+        let mut denied = c.0.denied.lock().unwrap_or_else(|e| e.into_inner());
+        let name = format!("mcp:{server}");
+        denied.retain(|(n, _, _)| *n != name);
+        denied.push((
+            name,
+            digest,
+            format!(
+                "Denied by {} at {}; its tools stay withheld.",
+                s.label,
+                toolhost_trust::now_rfc3339()
+            ),
+        ));
+    }
+    tracing::info!(server = %toolhost_trust::clean(&server), session = %s.label, "console: MCP server's tools denied");
+    let text = format!(
+        "Denied mcp:{server}: its tools stay withheld. The decision is in the audit trail."
+    );
+    said(&c, &s, StatusCode::OK, "Denied", &text)
+}
