@@ -18,6 +18,7 @@ mod gateway_lists;
 mod langs;
 mod lifecycle;
 mod lint;
+mod listen_2026;
 mod llm_cli;
 mod mcp_apps;
 mod nesting;

@@ -106,6 +106,10 @@ struct Shared {
     progress: Arc<Mutex<HashMap<ProgressToken, Route>>>,
     /// The server's notifications for the gateway.
     events: tokio::sync::broadcast::Sender<UpstreamEvent>,
+    /// The resources whose updates are wanted of a 2026-07-28 server (its listen stream's
+    /// `resourceSubscriptions`; the older revisions' `resources/subscribe` keeps none
+    /// here), kept across reconnections.
+    watched: watch::Sender<std::collections::BTreeSet<String>>,
     failures: AtomicU32,
     reconnects: AtomicU64,
     closed: AtomicBool,
@@ -178,6 +182,7 @@ impl McpClient {
                 changed: Arc::new(changed),
                 progress: Arc::new(Mutex::new(HashMap::new())),
                 events: tokio::sync::broadcast::channel(hooks::EVENT_BACKLOG).0,
+                watched: watch::channel(std::collections::BTreeSet::new()).0,
                 failures: AtomicU32::new(0),
                 reconnects: AtomicU64::new(0),
                 closed: AtomicBool::new(false),

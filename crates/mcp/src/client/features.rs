@@ -51,7 +51,18 @@ pub enum UpstreamError {
     /// The connection, the timeout or the protocol failed.
     #[error(transparent)]
     Client(#[from] McpClientError),
+    /// A 2026-07-28 server is already asked for the updates of as many resources as one
+    /// listen stream carries ([`MAX_WATCHED`]).
+    #[error("MCP server '{server}': at most {MAX_WATCHED} resources are watched at once")]
+    TooManyWatched {
+        /// The configured server name.
+        server: String,
+    },
 }
+
+/// The most resources whose updates are asked of one 2026-07-28 server at once (its
+/// listen stream's `resourceSubscriptions`).
+pub const MAX_WATCHED: usize = 1024;
 
 /// What a server declared in its `initialize` answer.
 #[derive(Debug, Clone, Default)]
@@ -238,8 +249,37 @@ impl McpClient {
         .await
     }
 
-    /// `resources/subscribe`.
+    /// Whether the live connection speaks 2026-07-28 (connecting if needed).
+    async fn speaks_2026(&self) -> Result<bool, UpstreamError> {
+        let peer = self.peer().await?;
+        Ok(peer
+            .peer_info()
+            .is_some_and(|i| i.protocol_version == rmcp::model::ProtocolVersion::V_2026_07_28))
+    }
+
+    /// `resources/subscribe`; for a 2026-07-28 server, which has no such request, the URI
+    /// joins its listen stream's `resourceSubscriptions` (the stream is opened again with
+    /// it, `client/listen.rs`), at most [`MAX_WATCHED`].
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), UpstreamError> {
+        if self.speaks_2026().await? {
+            let mut full = false;
+            self.shared.watched.send_if_modified(|set| {
+                if set.contains(uri) {
+                    return false;
+                }
+                if set.len() >= MAX_WATCHED {
+                    full = true;
+                    return false;
+                }
+                set.insert(uri.to_string())
+            });
+            if full {
+                return Err(UpstreamError::TooManyWatched {
+                    server: self.cfg.server.clone(),
+                });
+            }
+            return Ok(());
+        }
         let params = SubscribeRequestParams::new(uri);
         self.upstream("resources/subscribe", |peer| async move {
             peer.subscribe(params).await
@@ -247,8 +287,12 @@ impl McpClient {
         .await
     }
 
-    /// `resources/unsubscribe`.
+    /// `resources/unsubscribe`; for a 2026-07-28 server, the URI leaves its listen
+    /// stream's `resourceSubscriptions`.
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), UpstreamError> {
+        if self.shared.watched.send_if_modified(|set| set.remove(uri)) {
+            return Ok(());
+        }
         let params = UnsubscribeRequestParams::new(uri);
         self.upstream("resources/unsubscribe", |peer| async move {
             peer.unsubscribe(params).await

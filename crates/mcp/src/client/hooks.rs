@@ -32,6 +32,8 @@ pub(super) struct Hooks {
     pub(super) changed: Arc<watch::Sender<u64>>,
     pub(super) progress: Arc<Mutex<HashMap<ProgressToken, super::routes::Route>>>,
     pub(super) events: tokio::sync::broadcast::Sender<UpstreamEvent>,
+    /// The resources whose updates are wanted (a 2026-07-28 server's listen stream).
+    pub(super) watched: watch::Receiver<std::collections::BTreeSet<String>>,
     /// How long a request passed on to the client of `serve` may wait for its answer.
     pub(super) timeout: Duration,
     /// Tags this server's requests with its name.

@@ -390,6 +390,7 @@ impl McpClient {
                 service.peer().clone(),
                 hooks.changed.clone(),
                 hooks.events.clone(),
+                hooks.watched.clone(),
             )
         } else {
             None
@@ -476,6 +477,7 @@ impl McpClient {
             changed: self.shared.changed.clone(),
             progress: self.shared.progress.clone(),
             events: self.shared.events.clone(),
+            watched: self.shared.watched.subscribe(),
             timeout: self.cfg.timeout,
             attribution: crate::attribution::Attribution::new(
                 self.cfg.server.as_str(),
