@@ -182,7 +182,8 @@ impl Gateway {
 }
 
 /// Of what `server` answered for the folder `dir`: the entries directly under it (a URI
-/// of `dir/NAME`, no further `/`), at most the extension's file bound; any other entry
+/// of `dir/NAME`, no further `/`), at most the extension's file bound, each `_meta`
+/// bounded as in a resource list; any other entry
 /// (elsewhere, deeper, another scheme) is left out with a warning, so a server cannot
 /// list another skill's or server's URIs as its folder's.
 pub(crate) fn children_of(
@@ -200,6 +201,12 @@ pub(crate) fn children_of(
                 .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
         })
         .take(crate::skills::MAX_FILES)
+        .map(|mut r| {
+            // Their `_meta` passes bounded, as a resource list's does.
+            let uri = r.uri.clone();
+            r.meta = crate::meta::meta_object(r.meta.take(), || format!("{server}/{uri}"));
+            r
+        })
         .collect();
     if kept.len() < total {
         tracing::warn!(
@@ -235,6 +242,19 @@ mod tests {
             .map(|r| r.uri)
             .collect();
         assert_eq!(kept, ["skill://a/refs/x.md", "skill://a/refs/deep"]);
+        // A `_meta` of 10,000 keys is not passed on.
+        let mut fat = r("skill://a/refs/fat.md");
+        let keys: serde_json::Map<String, serde_json::Value> = (0..10_000)
+            .map(|i| (format!("k{i}"), serde_json::json!(i)))
+            .collect();
+        fat.meta = Some(rmcp::model::MetaObject(keys));
+        let kept = children_of("s", "skill://a/refs", vec![fat]);
+        assert_eq!(kept.len(), 1);
+        assert!(
+            kept[0].meta.is_none(),
+            "{:?}",
+            kept[0].meta.as_ref().map(|m| m.0.len())
+        );
         let many = (0..600).map(|i| r(&format!("skill://a/f{i}"))).collect();
         assert_eq!(
             children_of("s", "skill://a", many).len(),
