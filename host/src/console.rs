@@ -314,6 +314,23 @@ impl axum::extract::FromRequest<Console> for Post {
 }
 
 impl Console {
+    /// Remembers the operator's denial of `name` (a plugin, or `mcp:SERVER`) as it was
+    /// shown (`digest`), replacing an earlier one: the pending page says who denied it and
+    /// when, and `outcome`, while it stays as it is.
+    fn remember_denial(&self, name: &str, digest: String, s: &auth::SessionView, outcome: &str) {
+        let mut denied = self.0.denied.lock().unwrap_or_else(|e| e.into_inner());
+        denied.retain(|(n, _, _)| n != name);
+        denied.push((
+            name.to_string(),
+            digest,
+            format!(
+                "Denied by {} at {}; {outcome}.",
+                s.label,
+                toolhost_trust::now_rfc3339()
+            ),
+        ));
+    }
+
     /// Writes a console action to the audit trail.
     fn record(
         &self,

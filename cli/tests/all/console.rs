@@ -202,10 +202,16 @@ fn login(admin: &str, token: &str) -> String {
 /// The value of hidden input `name` in the form of `action` of the section of plugin
 /// `plugin` on a page.
 fn form_field(page: &str, plugin: &str, action: &str, name: &str) -> String {
+    section_field(page, "<section class=\"pending\"", plugin, action, name)
+}
+
+/// The value of hidden input `name` in the form of `action` of the section that opens
+/// with `opening` and has `data-name="NAME"`.
+fn section_field(page: &str, opening: &str, data_name: &str, action: &str, name: &str) -> String {
     let section = page
-        .split("<section class=\"pending\"")
-        .find(|s| s.contains(&format!("data-name=\"{plugin}\"")))
-        .unwrap_or_else(|| panic!("no pending section of {plugin} in:\n{page}"));
+        .split(opening)
+        .find(|s| s.contains(&format!("data-name=\"{data_name}\"")))
+        .unwrap_or_else(|| panic!("no pending section of {data_name} in:\n{page}"));
     let f = section
         .split("<form")
         .find(|f| f.contains(&format!("action=\"{action}\"")))
@@ -648,20 +654,14 @@ fn a_gigabyte_audit_trail_pages_in_bounded_memory() {
 /// The value of hidden input `name` in the form of `action` of the pending section of MCP
 /// server `server`.
 fn server_field(page: &str, server: &str, action: &str, name: &str) -> String {
-    let section = page
-        .split("<section class=\"pending server\"")
-        .find(|s| s.contains(&format!("data-name=\"mcp:{server}\"")))
-        .unwrap_or_else(|| panic!("no pending section of mcp:{server} in:\n{page}"));
-    let f = section
-        .split("<form")
-        .find(|f| f.contains(&format!("action=\"{action}\"")))
-        .expect("the form");
-    let at = f
-        .find(&format!("name=\"{name}\" value=\""))
-        .expect("the field")
-        + name.len()
-        + 15;
-    f[at..].split('"').next().unwrap().to_string()
+    let data_name = format!("mcp:{server}");
+    section_field(
+        page,
+        "<section class=\"pending server\"",
+        &data_name,
+        action,
+        name,
+    )
 }
 
 /// The names of the tools `serve` at `addr` lists to a client.
@@ -745,8 +745,28 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
     assert_eq!(r.status, 409, "{}", r.body);
     assert!(!work.lock().contains("[mcp.slow]"), "{}", work.lock());
 
+    // Denied first: recorded and shown, still withheld.
+    let deny = form(&[
+        (
+            "csrf",
+            &server_field(&pending, "slow", "/console/pending/deny-server", "csrf"),
+        ),
+        ("server", "slow"),
+        ("digest", &digest),
+    ]);
+    let r = post(
+        &admin,
+        "/console/pending/deny-server",
+        Some(&cookie),
+        &[("Origin", &origin)],
+        &deny,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(!tool_names(&addr).contains(&"wait".to_string()));
+
     // The approval of what was shown: pinned, and offered while serving.
     let page = get(&admin, "/console/pending", Some(&cookie)).body;
+    assert!(page.contains("its tools stay withheld"), "{page}");
     let good = form(&[
         ("csrf", &field(&page, "csrf")),
         ("server", "slow"),
@@ -794,6 +814,12 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
         .filter(|r| r["tool"] == "console.approve" && r["arguments"]["server"] == "slow")
         .collect();
     assert_eq!(actions.len(), 2, "{trail}");
+    assert!(
+        trail
+            .lines()
+            .any(|l| l.contains("\"console.deny\"") && l.contains("\"slow\"")),
+        "{trail}"
+    );
     assert_eq!(actions[0]["ok"], false, "{trail}");
     assert_eq!(actions[1]["ok"], true, "{trail}");
     assert!(

@@ -427,19 +427,7 @@ pub(super) async fn deny(super::Post { c, s, form }: super::Post) -> Response {
         true,
         None,
     );
-    {
-        let mut denied = c.0.denied.lock().unwrap_or_else(|e| e.into_inner());
-        denied.retain(|(n, _, _)| *n != name);
-        denied.push((
-            name.clone(),
-            digest,
-            format!(
-                "Denied by {} at {}; it stays unapproved.",
-                s.label,
-                toolhost_trust::now_rfc3339()
-            ),
-        ));
-    }
+    c.remember_denial(&name, digest, &s, "it stays unapproved");
     tracing::info!(plugin = %toolhost_trust::clean(&name), session = %s.label, "console: plugin denied");
     let text = format!(
         "Denied {name}: it stays as it is (not approved). The decision is in the audit trail."

@@ -178,20 +178,12 @@ pub(super) async fn deny(super::Post { c, s, form }: super::Post) -> Response {
         true,
         None,
     );
-    {
-        let mut denied = c.0.denied.lock().unwrap_or_else(|e| e.into_inner());
-        let name = format!("mcp:{server}");
-        denied.retain(|(n, _, _)| *n != name);
-        denied.push((
-            name,
-            digest,
-            format!(
-                "Denied by {} at {}; its tools stay withheld.",
-                s.label,
-                toolhost_trust::now_rfc3339()
-            ),
-        ));
-    }
+    c.remember_denial(
+        &format!("mcp:{server}"),
+        digest,
+        &s,
+        "its tools stay withheld",
+    );
     tracing::info!(server = %toolhost_trust::clean(&server), session = %s.label, "console: MCP server's tools denied");
     let text = format!(
         "Denied mcp:{server}: its tools stay withheld. The decision is in the audit trail."
