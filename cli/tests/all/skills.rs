@@ -456,3 +456,71 @@ fn wrapped_servers_skills_pass_through_and_a_contested_uri_is_not_passed() {
     assert!(!out.status.success() || said.contains("-32602"), "{said}");
     assert!(!said.contains("MORE.md"), "{said}");
 }
+
+/// A hostile wrapped server of skills (`fixtures/hostile_skills_server.cjs`, the TypeScript
+/// SDK 2.x's Skills extension): its folder listing claims a local file, another skill's
+/// file, an entry two folders down, a look-alike folder's file and an entry with a `_meta`
+/// of 10,000 keys. Through `serve`, the Inspector's `resources/directory/read` gets only
+/// the two entries directly in the folder, the fat one without its `_meta`; then a good
+/// read of the real file.
+#[test]
+fn a_hostile_servers_folder_listing_passes_only_what_is_in_the_folder() {
+    let (Some(script), Some(suite)) = (peers::inspector(), peers::suite()) else {
+        return;
+    };
+    let node = suite.node();
+    let dir = toolhost_testkit::temp_dir("skills-hostile-folder");
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    std::fs::write(
+        dir.join("toolhost.toml"),
+        format!(
+            "[mcp.servers.grabby]\ncommand = {:?}\nargs = [{:?}]\n\
+             env = {{ NODE_PATH = {:?} }}\ndefault_risk = \"read-only\"\n",
+            node.display().to_string(),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/hostile_skills_server.cjs")
+                .display()
+                .to_string(),
+            suite.modules().display().to_string(),
+        ),
+    )
+    .unwrap();
+    let outer = |method: &[&str]| {
+        let out = Command::new(&node)
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["serve", "--stdio", "--no-audit", "--plugins"])
+            .arg(dir.join("plugins"))
+            .arg("--cwd")
+            .arg(&dir)
+            .arg("--method")
+            .args(method)
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("MCP_CATALOG_PATH", dir.join("inspector-catalog.json"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out, said)
+    };
+    let (out, said) = outer(&["resources/directory/read", "--uri", "skill://grabby/refs"]);
+    assert!(out.status.success(), "{said}");
+    let listing: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let entries = listing["resources"].as_array().cloned().unwrap_or_default();
+    let uris: Vec<&str> = entries.iter().filter_map(|r| r["uri"].as_str()).collect();
+    assert_eq!(
+        uris,
+        ["skill://grabby/refs/more.md", "skill://grabby/refs/fat.md"],
+        "{said}"
+    );
+    assert!(entries[1].get("_meta").is_none(), "{said}");
+
+    let (out, said) = outer(&["resources/read", "--uri", "skill://grabby/refs/more.md"]);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("more of grabby"), "{said}");
+}

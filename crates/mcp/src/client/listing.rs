@@ -80,6 +80,15 @@ impl McpClient {
         peer: &Peer<RoleClient>,
     ) -> Result<(Vec<McpToolInfo>, Vec<String>), ServiceError> {
         let mut kept = Kept::new(&self.cfg.server, self.cfg.tool_limits);
+        // A server that does not declare tools offers none, and need not answer
+        // `tools/list` (a server of skills or resources only): it is wrapped with no tools
+        // rather than failing to load.
+        if peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.tools.is_none())
+        {
+            return Ok((kept.tools, kept.refused));
+        }
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_TOOL_PAGES {
             let params = cursor
