@@ -322,6 +322,28 @@ fn approved_skills_verify_in_the_inspector_and_hostile_ones_are_withheld() {
     assert_eq!(again, refs, "{said}");
 }
 
+/// The Inspector's CLI (`script`, run by `node`) with `--method METHOD...` against
+/// `toolhost serve --stdio` in `dir` (its `toolhost.toml` and `plugins/`, no audit).
+fn through_serve(node: &Path, script: &Path, dir: &Path, method: &[&str]) -> Output {
+    Command::new(node)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        // serve reads `toolhost.toml` of its working folder (the Inspector takes
+        // `--config` as its own option).
+        .args(["serve", "--stdio", "--no-audit", "--plugins"])
+        .arg(dir.join("plugins"))
+        .arg("--cwd")
+        .arg(dir)
+        .arg("--method")
+        .args(method)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("MCP_CATALOG_PATH", dir.join("inspector-catalog.json"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 /// Wrapped servers' skills pass through `serve`: two inner `toolhost serve --stdio
 /// --skills` servers, wrapped by an outer `serve` that has no skills of its own. The
 /// Inspector verifies, through the outer gateway, every file of the skill only one server
@@ -388,25 +410,7 @@ fn wrapped_servers_skills_pass_through_and_a_contested_uri_is_not_passed() {
     }
     std::fs::write(dir.join("toolhost.toml"), config).unwrap();
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
-    let outer = |method: &[&str]| {
-        Command::new(&node)
-            .arg(&script)
-            .arg(bin)
-            // The outer serve reads `toolhost.toml` of its working folder (the Inspector
-            // takes `--config` as its own option).
-            .args(["serve", "--stdio", "--no-audit", "--plugins"])
-            .arg(dir.join("plugins"))
-            .arg("--cwd")
-            .arg(&dir)
-            .arg("--method")
-            .args(method)
-            .env("XDG_DATA_HOME", dir.join("data"))
-            .env("XDG_CACHE_HOME", dir.join("cache"))
-            .env("MCP_CATALOG_PATH", dir.join("inspector-catalog.json"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let outer = |method: &[&str]| through_serve(&node, &script, &dir, method);
     let out = outer(&["skills/list", "--verify"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -486,21 +490,7 @@ fn a_hostile_servers_folder_listing_passes_only_what_is_in_the_folder() {
     )
     .unwrap();
     let outer = |method: &[&str]| {
-        let out = Command::new(&node)
-            .arg(&script)
-            .arg(env!("CARGO_BIN_EXE_toolhost"))
-            .args(["serve", "--stdio", "--no-audit", "--plugins"])
-            .arg(dir.join("plugins"))
-            .arg("--cwd")
-            .arg(&dir)
-            .arg("--method")
-            .args(method)
-            .env("XDG_DATA_HOME", dir.join("data"))
-            .env("XDG_CACHE_HOME", dir.join("cache"))
-            .env("MCP_CATALOG_PATH", dir.join("inspector-catalog.json"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = through_serve(&node, &script, &dir, method);
         let said = format!(
             "{}\n{}",
             String::from_utf8_lossy(&out.stdout),

@@ -47,7 +47,13 @@ fn findings_of(source: &str, tools: &[pages::ToolRow]) -> Vec<(String, String, S
             )
         })
         .collect();
-    let mut f = toolhost_lint::lint(&subjects);
+    findings_in(&subjects)
+}
+
+/// Lint's findings on `subjects`, sorted, as the pages show them: (severity, tool,
+/// message).
+pub(super) fn findings_in(subjects: &[toolhost_lint::Subject]) -> Vec<(String, String, String)> {
+    let mut f = toolhost_lint::lint(subjects);
     toolhost_lint::sort(&mut f);
     f.into_iter()
         .map(|f| (f.severity.as_str().to_string(), f.tool, f.message))

@@ -43,11 +43,7 @@ fn findings(h: &HeldServer) -> Vec<(String, String, String)> {
         .iter()
         .map(|d| toolhost_lint::Subject::shown(&source, d.clone()))
         .collect();
-    let mut f = toolhost_lint::lint(&subjects);
-    toolhost_lint::sort(&mut f);
-    f.into_iter()
-        .map(|f| (f.severity.as_str().to_string(), f.tool, f.message))
-        .collect()
+    super::review::findings_in(&subjects)
 }
 
 /// The pending page's part for the servers with tools withheld, and whether there is any;
