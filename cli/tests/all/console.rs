@@ -727,6 +727,9 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
     };
     let digest = field(&pending, "digest");
     let origin = format!("http://{admin}");
+    // A console action of this session, from the console's own origin.
+    let act =
+        |path: &str, body: &str| post(&admin, path, Some(&cookie), &[("Origin", &origin)], body);
 
     // Definitions other than those shown: refused, nothing written.
     let nonce = field(&pending, "csrf");
@@ -735,13 +738,7 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
         ("server", "slow"),
         ("digest", "sha256:0000"),
     ]);
-    let r = post(
-        &admin,
-        "/console/pending/approve-server",
-        Some(&cookie),
-        &[("Origin", &origin)],
-        &stale,
-    );
+    let r = act("/console/pending/approve-server", &stale);
     assert_eq!(r.status, 409, "{}", r.body);
     assert!(!work.lock().contains("[mcp.slow]"), "{}", work.lock());
 
@@ -754,13 +751,7 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
         ("server", "slow"),
         ("digest", &digest),
     ]);
-    let r = post(
-        &admin,
-        "/console/pending/deny-server",
-        Some(&cookie),
-        &[("Origin", &origin)],
-        &deny,
-    );
+    let r = act("/console/pending/deny-server", &deny);
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(!tool_names(&addr).contains(&"wait".to_string()));
 
@@ -772,13 +763,7 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
         ("server", "slow"),
         ("digest", &digest),
     ]);
-    let r = post(
-        &admin,
-        "/console/pending/approve-server",
-        Some(&cookie),
-        &[("Origin", &origin)],
-        &good,
-    );
+    let r = act("/console/pending/approve-server", &good);
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(work.lock().contains("[mcp.slow]"), "{}", work.lock());
     let mut offered = false;
@@ -797,13 +782,7 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
     let after = get(&admin, "/console/pending", Some(&cookie)).body;
     assert!(!after.contains("data-name=\"mcp:slow\""), "{after}");
     // Replayed: refused.
-    let r = post(
-        &admin,
-        "/console/pending/approve-server",
-        Some(&cookie),
-        &[("Origin", &origin)],
-        &good,
-    );
+    let r = act("/console/pending/approve-server", &good);
     assert_eq!(r.status, 403, "{}", r.body);
 
     // In the audit trail: the refusal and the approval, with the operator session.

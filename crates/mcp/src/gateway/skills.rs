@@ -171,7 +171,7 @@ impl Gateway {
 
     /// The server whose skill holds a file under the folder `dir`.
     fn skill_server_of(&self, dir: &str) -> Option<String> {
-        let under = format!("{}/", dir.trim_end_matches('/'));
+        let under = under(dir);
         let routes = self.inner.routes.read().unwrap_or_else(|e| e.into_inner());
         routes
             .skills
@@ -179,6 +179,12 @@ impl Gateway {
             .find(|(uri, _)| uri.starts_with(&under))
             .map(|(_, server)| server.clone())
     }
+}
+
+/// The prefix of every URI under the folder `dir` (`dir/`, whether or not `dir` ends in
+/// `/`).
+fn under(dir: &str) -> String {
+    format!("{}/", dir.trim_end_matches('/'))
 }
 
 /// Of what `server` answered for the folder `dir`: the entries directly under it (a URI
@@ -191,7 +197,7 @@ pub(crate) fn children_of(
     dir: &str,
     got: Vec<rmcp::model::Resource>,
 ) -> Vec<rmcp::model::Resource> {
-    let under = format!("{}/", dir.trim_end_matches('/'));
+    let under = under(dir);
     let total = got.len();
     let kept: Vec<_> = got
         .into_iter()
