@@ -39,8 +39,12 @@ fn an_operator_reviews_approves_and_watches_in_chromium() {
         String::from_utf8_lossy(&out.stderr),
         serve.stderr()
     );
-    for metric in stdout.lines().filter(|l| l.starts_with("metric:")) {
-        eprintln!("{metric}");
+    // Each step's time and each page's weight, for the log (docs/benchmarks.md, "Console").
+    for line in stdout
+        .lines()
+        .filter(|l| l.starts_with("metric:") || l.starts_with("step:"))
+    {
+        eprintln!("{line}");
     }
     for page in [
         "login",

@@ -62,7 +62,7 @@ def post(body):
     req.add_header("Accept", "application/json, text/event-stream")
     if session:
         req.add_header("Mcp-Session-Id", session)
-    with urllib.request.urlopen(req, timeout=30) as r:
+    with urllib.request.urlopen(req, timeout=chromium.PATIENCE_S) as r:
         return r.read().decode(), r.headers.get("mcp-session-id")
 
 
@@ -107,7 +107,7 @@ with open(host, "w") as f:
     f.write(page)
 
 driver = chromium.start(1100, 900)
-wait = WebDriverWait(driver, 20)
+wait = WebDriverWait(driver, chromium.PATIENCE_S)
 try:
     print("step: the view starts and says hello to its host", flush=True)
     driver.get("file://" + host)
@@ -122,7 +122,7 @@ try:
     driver.find_element(By.ID, button_id).click()
     driver.switch_to.default_content()
     answered = 0
-    deadline = time.time() + 20
+    deadline = time.time() + chromium.PATIENCE_S
     while answered == 0:
         assert time.time() < deadline, "the view never called its tool"
         for call in driver.execute_script("return window.__calls.splice(0)"):

@@ -7,6 +7,11 @@ import os
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
+# How long a browser script waits for any one thing. Generous: the scripts check
+# behaviour, not speed, and CI runs them beside tests that load both cores and the disk
+# (a gigabyte audit trail); they print each step's time instead.
+PATIENCE_S = 90
+
 
 def start(width, height):
     """A headless Chromium of `width` x `height` pixels, no GPU, no background traffic."""

@@ -26,12 +26,19 @@ admin, token_file, mcp_url, shots = sys.argv[1:5]
 token = open(token_file).read().strip()
 os.makedirs(shots, exist_ok=True)
 
+PATIENCE_S = chromium.PATIENCE_S
+started = time.monotonic()
 driver = chromium.start(1280, 1000)
-wait = WebDriverWait(driver, 20)
+wait = WebDriverWait(driver, PATIENCE_S)
+
+
+current = "start"
 
 
 def step(text):
-    print(f"step: {text}", flush=True)
+    global current
+    current = text
+    print(f"step: {text} (at {time.monotonic() - started:.1f} s)", flush=True)
 
 
 def inert(page):
@@ -62,7 +69,7 @@ def mcp_call(tool, arguments):
         req.add_header("Accept", "application/json, text/event-stream")
         if session:
             req.add_header("Mcp-Session-Id", session)
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=PATIENCE_S) as r:
             return r.headers.get("mcp-session-id"), r.read().decode()
     session, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "browser-test", "version": "0"}}})
@@ -107,7 +114,7 @@ try:
     section.find_element(By.CSS_SELECTOR, "button.approve").click()
     wait.until(lambda d: "Approved" in d.title)
     shot("approved")
-    deadline = time.time() + 20
+    deadline = time.time() + PATIENCE_S
     while True:
         driver.get(f"{admin}/console/sources?kind=plugin")
         if plugin_state("calc") == "approved":
@@ -154,6 +161,14 @@ try:
     assert "MCP sessions open" in driver.page_source
     inert("clients")
     shot("clients")
+    step("done")
     print("OK", flush=True)
+except Exception as e:
+    # A timed-out wait says nothing by itself: say where it stopped and what was shown.
+    print(f"failed at step {current!r} after {time.monotonic() - started:.1f} s: "
+          f"{type(e).__name__}: {e}", flush=True)
+    print(f"page: {driver.current_url} title={driver.title!r}", flush=True)
+    driver.save_screenshot(os.path.join(shots, "failure.png"))
+    raise
 finally:
     driver.quit()
