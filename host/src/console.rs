@@ -77,6 +77,9 @@ pub struct ConsoleOptions {
     pub permissions: crate::permissions::PermissionsConfig,
     /// Each plugin's trust as loading and live reload decided.
     pub board: TrustBoard,
+    /// Asks the plugins folder's reload to apply an approval at once; `None`: nothing
+    /// reloads the folder in this process, an approval applies at the next start.
+    pub reloads: Option<crate::reload::Reloads>,
     /// The wrapped MCP servers, their pins and withheld tools.
     pub mcp: Option<crate::trust::McpBoard>,
     /// The audit trail, if one is written.

@@ -153,10 +153,33 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// older than its timeout, which is not a quiet period.
 pub struct FolderWatch {
     dir: PathBuf,
-    /// Dropping it stops the watch.
-    _watcher: RecommendedWatcher,
+    /// Dropping it stops the watch; `None`: the folder is not watched ([`unwatched`]),
+    /// only what is asked through [`Reloads`] is applied.
+    watcher: Option<RecommendedWatcher>,
     pending: Arc<Pending>,
     board: Option<crate::trust::TrustBoard>,
+}
+
+/// Asks a [`FolderWatch`] to look at a plugin again, with no file event: an operator's
+/// approval in the console applies through it whether or not the folder can be watched
+/// (inotify exhausted, `--no-watch`, a file system without events). An ask goes through the
+/// same quiet period and trust decision as a file change, and asks for the same plugin
+/// within the quiet period are one reload.
+#[derive(Clone)]
+pub struct Reloads(Arc<Pending>);
+
+impl std::fmt::Debug for Reloads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reloads").finish_non_exhaustive()
+    }
+}
+
+impl Reloads {
+    /// Plugin `name` (a file stem of the folder) is evaluated again, as its files and the
+    /// lock are then.
+    pub fn plugin(&self, name: &str) {
+        self.0.touched(Key::Plugin(name.to_string()));
+    }
 }
 
 impl std::fmt::Debug for FolderWatch {
@@ -195,13 +218,29 @@ pub fn watch(dir: &Path) -> Result<FolderWatch, ReloadError> {
         .map_err(watch_error)?;
     Ok(FolderWatch {
         dir: dir.to_path_buf(),
-        _watcher: watcher,
+        watcher: Some(watcher),
         pending,
         board: None,
     })
 }
 
+/// A [`FolderWatch`] of `dir` that sees no file change: it applies only what is asked
+/// through its [`Reloads`] (`serve --no-watch`, or a folder that cannot be watched).
+pub fn unwatched(dir: &Path) -> FolderWatch {
+    FolderWatch {
+        dir: dir.to_path_buf(),
+        watcher: None,
+        pending: Arc::new(Pending::default()),
+        board: None,
+    }
+}
+
 impl FolderWatch {
+    /// The handle that asks this watch to look at a plugin again ([`Reloads`]).
+    pub fn reloads(&self) -> Reloads {
+        Reloads(self.pending.clone())
+    }
+
     /// Also publishes each reload's decisions on `board` (the console's view).
     pub fn with_board(mut self, board: crate::trust::TrustBoard) -> FolderWatch {
         self.board = Some(board);
@@ -224,7 +263,13 @@ impl FolderWatch {
         names.borrow_and_update();
         let mut live = LiveFolder::new(host, registry, &self.dir, rules, loaded, set);
         live.board = self.board.clone();
-        tracing::info!(dir = %line(&self.dir.display().to_string()), "watching the plugins folder for changes");
+        let shown = self.dir.display().to_string();
+        let dir = line(&shown);
+        if self.watcher.is_some() {
+            tracing::info!(dir = %dir, "watching the plugins folder for changes");
+        } else {
+            tracing::info!(dir = %dir, "the plugins folder is not watched; approvals given in the console apply");
+        }
         loop {
             let keys = match self.pending.take_quiet() {
                 Ok(keys) => keys,

@@ -108,8 +108,8 @@ pub struct ServeArgs {
     /// parallel.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
-    /// Do not watch the plugins folder: read it once at start, as the other commands do.
-    /// By default a plugin added, replaced or deleted while serving is picked up after a
+    /// Do not watch the plugins folder: read it once at start, as the other commands do
+    /// (an approval given in the console still applies at once). By default a plugin added, replaced or deleted while serving is picked up after a
     /// quiet period of 300 ms, under the same trust rules as at start.
     #[arg(long)]
     no_watch: bool,
@@ -340,6 +340,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The MCP server's tasks, which the console's clients page counts by client.
     let task_board = toolhost::mcp::server::TaskBoard::default();
     let board = toolhost::trust::TrustBoard::new();
+    // Watch before loading, so a change made while the start-up load runs is not missed;
+    // the changes are applied once it is done. A folder that cannot be watched is a
+    // warning: the host serves what it loaded. Either way the reload runs, so that an
+    // approval given in the console applies at once (`toolhost::reload::Reloads`).
+    let watch = {
+        let dir = super::common::plugins_dir(&args.host, &config);
+        if args.no_watch {
+            toolhost::reload::unwatched(&dir)
+        } else {
+            toolhost::reload::watch(&dir).unwrap_or_else(|e| {
+                tracing::warn!("{e}");
+                toolhost::reload::unwatched(&dir)
+            })
+        }
+    };
     // The wrapped servers, for the console's review of their withheld tools.
     let mcp_board = toolhost::trust::McpBoard::default();
     if let Some(addr) = args.admin {
@@ -358,6 +373,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 trust_keys: config.trust.keys.clone(),
                 permissions: config.permissions.clone(),
                 board: board.clone(),
+                reloads: Some(watch.reloads()),
                 mcp: Some(mcp_board.clone()),
                 audit: audit
                     .as_ref()
@@ -422,18 +438,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .chain(code_mode.then(|| toolhost::code::RUN_CODE.to_string()))
             .collect(),
     });
-    // Watch before loading, so a change made while the start-up load runs is not missed;
-    // the changes are applied once it is done. A folder that cannot be watched is a
-    // warning: the host serves what it loaded.
     let wraps_servers = config.mcp.servers.values().any(|s| !s.disabled);
-    let watch = if args.no_watch {
-        None
-    } else {
-        let dir = super::common::plugins_dir(&host, &config);
-        toolhost::reload::watch(&dir)
-            .inspect_err(|e| tracing::warn!("{e}"))
-            .ok()
-    };
     tokio::spawn(async move {
         let t0 = std::time::Instant::now();
         if code_mode {
@@ -509,22 +514,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         board.publish(&report.plugins, &report.folder);
         // Calls of tools not loaded yet, and first lists, waited until here.
         drop(loading);
-        if let Some(watch) = watch {
-            watch
-                .with_board(board)
-                .run(
-                    th,
-                    background,
-                    config.load_rules(),
-                    report.plugins,
-                    report.folder,
-                )
-                .await;
-        }
+        watch
+            .with_board(board)
+            .run(
+                th,
+                background,
+                config.load_rules(),
+                report.plugins,
+                report.folder,
+            )
+            .await;
     });
     // The cache hints of tools/list, from what can change the list while this runs.
     let hints = toolhost::mcp::server::ListHints {
-        changes_live: !args.no_watch || wraps_servers,
+        // An approval in the console changes the list under --no-watch too.
+        changes_live: !args.no_watch || wraps_servers || args.console.console,
         // stdio has one client, the process that started toolhost: nothing is shared.
         authenticated: tokens.as_ref().is_some_and(|t| !t.is_empty()),
     };

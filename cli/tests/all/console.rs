@@ -439,16 +439,8 @@ fn access_csrf_approval_and_escaping() {
         403
     );
     let mut state = String::new();
-    for _ in 0..100 {
-        let page = get(&admin, "/console/sources?kind=plugin&q=calc", Some(&cookie)).body;
-        state = page
-            .split("class=\"state\">")
-            .nth(1)
-            .unwrap_or("")
-            .split('<')
-            .next()
-            .unwrap_or("")
-            .to_string();
+    for _ in 0..600 {
+        state = plugin_state(&admin, &cookie, "calc");
         if state == "approved" {
             break;
         }
@@ -819,4 +811,83 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
     .unwrap();
     let m = toolhost_testkit::http::rpc_message(&r).unwrap();
     assert!(m["result"].to_string().contains("waited"), "{m}");
+}
+
+/// The sources page's state of plugin `name` (as the console shows it).
+fn plugin_state(admin: &str, cookie: &str, name: &str) -> String {
+    let page = get(
+        admin,
+        &format!("/console/sources?kind=plugin&q={name}"),
+        Some(cookie),
+    )
+    .body;
+    page.split("class=\"state\">")
+        .nth(1)
+        .unwrap_or("")
+        .split('<')
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// An approval given in the console applies at once through the reload's own ask, not
+/// through a file event: under `--no-watch` (as when inotify is exhausted) nothing watches
+/// the folder, yet the approved plugin is offered without a restart. A refused approval
+/// asks for nothing.
+#[test]
+fn an_approval_applies_where_the_folder_is_not_watched() {
+    let work = Work::new();
+    let (serve, admin) = work.serve(&["--no-watch"]);
+    let addr = serve.addr();
+    let cookie = login(&admin, &work.token);
+    let listed = |name: &str| tool_names(&addr).contains(&name.to_string());
+    assert!(!listed("list_dir"), "the held plugin's tool is offered");
+    assert!(plugin_state(&admin, &cookie, "calc").starts_with("held"));
+
+    let pending = get(&admin, "/console/pending", Some(&cookie)).body;
+    let field = |name: &str| form_field(&pending, "calc", "/console/pending/approve", name);
+    let (digest, req) = (field("digest"), field("request"));
+    let approve = |digest: &str| {
+        let page = get(&admin, "/console/pending", Some(&cookie)).body;
+        let nonce = form_field(&page, "calc", "/console/pending/approve", "csrf");
+        post(
+            &admin,
+            "/console/pending/approve",
+            Some(&cookie),
+            &[("Origin", &format!("http://{admin}"))],
+            &form(&[
+                ("csrf", &nonce),
+                ("name", "calc"),
+                ("digest", digest),
+                ("request", &req),
+                ("keep", "read:0"),
+            ]),
+        )
+    };
+    // A stale digest: refused, nothing written, nothing reloaded.
+    let r = approve("00");
+    assert_eq!(r.status, 409, "{}", r.body);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!listed("list_dir"));
+
+    let r = approve(&digest);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("It applies within a second."), "{}", r.body);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !listed("list_dir") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the approval never applied:\n{}",
+            serve.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(plugin_state(&admin, &cookie, "calc"), "approved");
+    assert!(
+        serve
+            .stderr()
+            .contains("the plugins folder is not watched; approvals given in the console apply"),
+        "{}",
+        serve.stderr()
+    );
 }

@@ -389,8 +389,15 @@ pub(super) async fn approve(super::Post { c, s, form }: super::Post) -> Response
         Ok(lock) => {
             c.record(&s, "console.approve", args, true, None);
             tracing::info!(plugin = %toolhost_trust::clean(name), session = %s.label, "console: plugin approved");
+            let when = match &opts.reloads {
+                Some(reloads) => {
+                    reloads.plugin(name);
+                    "It applies within a second."
+                }
+                None => "It applies at the next start of this serve.",
+            };
             let text = format!(
-                "Approved {name}{} in {}. A watching serve takes it up within a second.",
+                "Approved {name}{} in {}. {when}",
                 if keep.len() < all {
                     " with a narrower grant"
                 } else {
