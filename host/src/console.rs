@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 pub use audit_view::{Cursor, Filter, MAX_SCAN, PAGE};
 pub use auth::{IDLE, LIFETIME, LOGIN_BURST, LOGIN_REFILL, MAX_NONCES, MAX_SESSIONS, Sessions};
 pub use live::{LiveCalls, Snapshot};
-pub use review::MAX_PENDING_SHOWN;
+pub use review::{DefinitionJudge, MAX_PENDING_SHOWN};
 
 use crate::host::Host;
 use crate::mcp::server::{BearerTokens, SessionCounters};
@@ -80,6 +80,8 @@ pub struct ConsoleOptions {
     /// Asks the plugins folder's reload to apply an approval at once; `None`: nothing
     /// reloads the folder in this process, an approval applies at the next start.
     pub reloads: Option<crate::reload::Reloads>,
+    /// The operator's judge model (`[lint] judge`), asked on the pending page beside lint.
+    pub judge: Option<Arc<dyn DefinitionJudge>>,
     /// The wrapped MCP servers, their pins and withheld tools.
     pub mcp: Option<crate::trust::McpBoard>,
     /// The audit trail, if one is written.

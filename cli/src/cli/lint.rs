@@ -16,6 +16,7 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use futures::StreamExt;
@@ -114,6 +115,27 @@ pub async fn judge_findings(model: &JudgeModelArgs, subjects: &[Subject]) -> Vec
             .iter()
             .map(|s| Finding::new(Rule::JudgeFailed, s, "", why.clone()))
             .collect(),
+    }
+}
+
+/// The judge of `[lint] judge = true` (model from `TOOLHOST_LLM_*`) as the console asks it
+/// on its pending page; a judge that is not configured says so as `judge-failed`, as in
+/// `toolhost approve`.
+pub fn console_judge(config: &HostConfig) -> Arc<dyn toolhost::console::DefinitionJudge> {
+    Arc::new(ConsoleJudge(JudgeModelArgs::from_env(
+        config.lint.judge_budget,
+    )))
+}
+
+/// [`console_judge`]: the judge's settings, its model made at each call.
+struct ConsoleJudge(JudgeModelArgs);
+
+impl toolhost::console::DefinitionJudge for ConsoleJudge {
+    fn judge<'a>(
+        &'a self,
+        subjects: &'a [Subject],
+    ) -> futures::future::BoxFuture<'a, Vec<Finding>> {
+        Box::pin(judge_findings(&self.0, subjects))
     }
 }
 

@@ -374,6 +374,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 permissions: config.permissions.clone(),
                 board: board.clone(),
                 reloads: Some(watch.reloads()),
+                judge: config
+                    .lint
+                    .judge
+                    .then(|| super::lint::console_judge(&config)),
                 mcp: Some(mcp_board.clone()),
                 audit: audit
                     .as_ref()

@@ -95,8 +95,15 @@ impl Work {
 
     /// `serve --http --admin 127.0.0.1:0 --console` on this folder, with `extra` flags.
     pub fn serve(&self, extra: &[&str]) -> (ServeHttp, String) {
+        self.serve_with(extra, &[])
+    }
+
+    /// [`Work::serve`] with `more_env` in its environment too.
+    pub fn serve_with(&self, extra: &[&str], more_env: &[(&str, &str)]) -> (ServeHttp, String) {
         let env = env(self.dir.path());
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut env: Vec<(&str, &str)> =
+            env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        env.extend_from_slice(more_env);
         let mut args = vec![
             "--admin",
             "127.0.0.1:0",
@@ -128,7 +135,7 @@ impl Work {
 }
 
 /// `k=v&…`, percent-encoded.
-fn form(pairs: &[(&str, &str)]) -> String {
+pub(super) fn form(pairs: &[(&str, &str)]) -> String {
     pairs
         .iter()
         .map(|(k, v)| {
@@ -148,7 +155,7 @@ fn form(pairs: &[(&str, &str)]) -> String {
         .join("&")
 }
 
-fn post(
+pub(super) fn post(
     admin: &str,
     path: &str,
     cookie: Option<&str>,
@@ -165,7 +172,7 @@ fn post(
     request(admin, "POST", path, &headers, body).unwrap()
 }
 
-fn get(admin: &str, path: &str, cookie: Option<&str>) -> Response {
+pub(super) fn get(admin: &str, path: &str, cookie: Option<&str>) -> Response {
     let headers: Vec<(&str, &str)> = cookie.map(|c| ("Cookie", c)).into_iter().collect();
     request(admin, "GET", path, &headers, "").unwrap()
 }
@@ -186,7 +193,7 @@ fn raw_with_host(admin: &str, host: &str, request_line: &str) -> String {
 }
 
 /// Logs in; the `Cookie` header value.
-fn login(admin: &str, token: &str) -> String {
+pub(super) fn login(admin: &str, token: &str) -> String {
     let r = post(
         admin,
         "/console/login",
@@ -201,7 +208,7 @@ fn login(admin: &str, token: &str) -> String {
 
 /// The value of hidden input `name` in the form of `action` of the section of plugin
 /// `plugin` on a page.
-fn form_field(page: &str, plugin: &str, action: &str, name: &str) -> String {
+pub(super) fn form_field(page: &str, plugin: &str, action: &str, name: &str) -> String {
     section_field(page, "<section class=\"pending\"", plugin, action, name)
 }
 
@@ -814,7 +821,7 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
 }
 
 /// The sources page's state of plugin `name` (as the console shows it).
-fn plugin_state(admin: &str, cookie: &str, name: &str) -> String {
+pub(super) fn plugin_state(admin: &str, cookie: &str, name: &str) -> String {
     let page = get(
         admin,
         &format!("/console/sources?kind=plugin&q={name}"),

@@ -421,12 +421,12 @@ fn the_benign_corpus_lints_without_errors() {
 }
 
 /// How the scripted judge answers one request (given the prompt's definitions by id).
-type JudgeAnswer = fn(&[(usize, String)]) -> Option<String>;
+pub(super) type JudgeAnswer = fn(&[(usize, String)]) -> Option<String>;
 
 /// A scripted judge model (OpenAI-compatible) on 127.0.0.1: only its choices are
 /// scripted. Each connection gets `answer` of the request's definitions (`None`: it never
 /// answers); every request is counted.
-fn scripted_judge(answer: JudgeAnswer) -> (String, Arc<AtomicUsize>) {
+pub(super) fn scripted_judge(answer: JudgeAnswer) -> (String, Arc<AtomicUsize>) {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();

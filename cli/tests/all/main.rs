@@ -10,6 +10,7 @@ mod cli;
 mod conformance;
 mod console;
 mod console_browser;
+mod console_judge;
 mod deploy;
 mod discovery;
 mod elicit_terminal;

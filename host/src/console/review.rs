@@ -32,6 +32,45 @@ fn state_text(t: &crate::trust::PluginTrust) -> String {
     }
 }
 
+/// A second opinion on tool definitions: the operator's judge model (`[lint] judge`),
+/// asked on the pending page as `toolhost approve` asks it. Its findings inform the
+/// decision and block nothing; what it says is untrusted text, shown escaped.
+pub trait DefinitionJudge: Send + Sync {
+    /// Findings on `subjects` (`judge-flagged`, or `judge-failed` where it gave no usable
+    /// verdict), within the judge's own token budget and deadline for the whole call.
+    fn judge<'a>(
+        &'a self,
+        subjects: &'a [toolhost_lint::Subject],
+    ) -> futures::future::BoxFuture<'a, Vec<toolhost_lint::Finding>>;
+}
+
+/// The judge's findings on every source of the pending page, asked in one call (so one
+/// page view spends at most one token budget), by source.
+async fn judged(
+    judge: Option<&dyn DefinitionJudge>,
+    subjects: &[toolhost_lint::Subject],
+) -> Vec<toolhost_lint::Finding> {
+    match judge {
+        Some(j) if !subjects.is_empty() => j.judge(subjects).await,
+        _ => Vec::new(),
+    }
+}
+
+/// `findings` with those of `judged` about `source` added, sorted, as the pages show
+/// them: (severity, tool, message).
+pub(super) fn with_judged(
+    mut findings: Vec<toolhost_lint::Finding>,
+    judged: &[toolhost_lint::Finding],
+    source: &str,
+) -> Vec<(String, String, String)> {
+    findings.extend(judged.iter().filter(|f| f.source == source).cloned());
+    toolhost_lint::sort(&mut findings);
+    findings
+        .into_iter()
+        .map(|f| (f.severity.as_str().to_string(), f.tool, f.message))
+        .collect()
+}
+
 fn findings_of(source: &str, tools: &[pages::ToolRow]) -> Vec<(String, String, String)> {
     let subjects: Vec<toolhost_lint::Subject> = tools
         .iter()
@@ -52,12 +91,8 @@ fn findings_of(source: &str, tools: &[pages::ToolRow]) -> Vec<(String, String, S
 
 /// Lint's findings on `subjects`, sorted, as the pages show them: (severity, tool,
 /// message).
-pub(super) fn findings_in(subjects: &[toolhost_lint::Subject]) -> Vec<(String, String, String)> {
-    let mut f = toolhost_lint::lint(subjects);
-    toolhost_lint::sort(&mut f);
-    f.into_iter()
-        .map(|f| (f.severity.as_str().to_string(), f.tool, f.message))
-        .collect()
+fn findings_in(subjects: &[toolhost_lint::Subject]) -> Vec<(String, String, String)> {
+    with_judged(toolhost_lint::lint(subjects), &[], "")
 }
 
 pub(super) async fn sources(
@@ -251,6 +286,9 @@ pub(super) async fn pending(State(c): State<Console>, a: Authed) -> Response {
         .take(MAX_PENDING_SHOWN)
         .collect();
     let mut rows = Vec::new();
+    // Each reviewed plugin's lint findings and subjects, for the judge's one call below.
+    let mut reviewed: Vec<(usize, Vec<toolhost_lint::Finding>)> = Vec::new();
+    let mut subjects: Vec<toolhost_lint::Subject> = Vec::new();
     for (t, _) in waiting {
         let nonces = match (c.nonce(&a.session), c.nonce(&a.session)) {
             (Ok(x), Ok(y)) => (x, y),
@@ -281,17 +319,14 @@ pub(super) async fn pending(State(c): State<Console>, a: Authed) -> Response {
                 row.summary = r.candidate.summary();
                 row.release.clone_from(&r.release.text);
                 row.diff = r.diff.as_ref().map(ToString::to_string).unwrap_or_default();
-                row.findings = r
-                    .findings
-                    .iter()
-                    .map(|f| {
-                        (
-                            f.severity.as_str().to_string(),
-                            f.tool.clone(),
-                            f.message.clone(),
-                        )
-                    })
-                    .collect();
+                let source = format!("plugin:{}", t.name);
+                subjects.extend(
+                    r.candidate
+                        .tools
+                        .iter()
+                        .map(|d| toolhost_lint::Subject::shown(&source, d.clone())),
+                );
+                reviewed.push((rows.len(), r.findings.clone()));
                 row.request = request_items(&r.candidate.request);
                 row.refusal.clone_from(&r.release.refusal);
                 row.denied =
@@ -307,7 +342,16 @@ pub(super) async fn pending(State(c): State<Console>, a: Authed) -> Response {
         }
         rows.push(row);
     }
-    let (servers, any_server) = match super::servers::section(&c, &a) {
+    let held = super::servers::held(&c);
+    subjects.extend(held.iter().flat_map(super::servers::subjects));
+    let judged = judged(opts.judge.as_deref(), &subjects).await;
+    for (i, findings) in reviewed {
+        if let Some(row) = rows.get_mut(i) {
+            let source = format!("plugin:{}", row.name);
+            row.findings = with_judged(findings, &judged, &source);
+        }
+    }
+    let (servers, any_server) = match super::servers::section(&c, &a, &held, &judged) {
         Ok(s) => s,
         Err(r) => return *r,
     };

@@ -35,26 +35,34 @@ fn withheld_text(h: &HeldServer) -> String {
     format!("withheld: {}", each.join(", "))
 }
 
-/// Lint's findings on the server's definitions: (severity, tool, message).
-fn findings(h: &HeldServer) -> Vec<(String, String, String)> {
+/// The lint subjects of the server's definitions as it lists them now.
+pub(super) fn subjects(h: &HeldServer) -> Vec<toolhost_lint::Subject> {
     let source = format!("mcp:{}", h.server);
-    let subjects: Vec<_> = h
-        .defs
+    h.defs
         .iter()
         .map(|d| toolhost_lint::Subject::shown(&source, d.clone()))
-        .collect();
-    super::review::findings_in(&subjects)
+        .collect()
 }
 
-/// The pending page's part for the servers with tools withheld, and whether there is any;
-/// a failed nonce is the error response.
-pub(super) fn section(c: &Console, a: &Authed) -> Result<(Markup, bool), Box<Response>> {
-    let Some(board) = &c.0.opts.mcp else {
-        return Ok((html! {}, false));
-    };
-    let held: Vec<HeldServer> = board.held().into_iter().take(MAX_SHOWN).collect();
+/// The servers with tools withheld, as many as the pending page shows.
+pub(super) fn held(c: &Console) -> Vec<HeldServer> {
+    match &c.0.opts.mcp {
+        Some(board) => board.held().into_iter().take(MAX_SHOWN).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The pending page's part for the servers `held`, with lint's and the judge's findings
+/// (`judged`, of every source of the page), and whether there is any; a failed nonce is
+/// the error response.
+pub(super) fn section(
+    c: &Console,
+    a: &Authed,
+    held: &[HeldServer],
+    judged: &[toolhost_lint::Finding],
+) -> Result<(Markup, bool), Box<Response>> {
     let mut parts = Vec::with_capacity(held.len());
-    for h in &held {
+    for h in held {
         let nonces = match (c.nonce(&a.session), c.nonce(&a.session)) {
             (Ok(x), Ok(y)) => (x, y),
             (Err(r), _) | (_, Err(r)) => return Err(r),
@@ -67,7 +75,11 @@ pub(super) fn section(c: &Console, a: &Authed) -> Result<(Markup, bool), Box<Res
                 .iter()
                 .find(|(n, d, _)| *n == name && *d == h.digest)
                 .map(|(_, _, why)| why.clone());
-        let findings = findings(h);
+        let findings = super::review::with_judged(
+            toolhost_lint::lint(&subjects(h)),
+            judged,
+            &format!("mcp:{}", h.server),
+        );
         parts.push(html! {
             section.pending.server data-name=(name) {
                 h2 { (name) }
