@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 pub use audit_view::{Cursor, Filter, MAX_SCAN, PAGE};
 pub use auth::{IDLE, LIFETIME, LOGIN_BURST, LOGIN_REFILL, MAX_NONCES, MAX_SESSIONS, Sessions};
 pub use live::{LiveCalls, Snapshot};
-pub use review::{DefinitionJudge, MAX_PENDING_SHOWN};
+pub use review::{DefinitionJudge, JUDGE_PAGE_DEADLINE, MAX_PENDING_SHOWN};
 
 use crate::host::Host;
 use crate::mcp::server::{BearerTokens, SessionCounters};

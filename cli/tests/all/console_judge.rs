@@ -95,3 +95,49 @@ fn the_judge_is_asked_on_the_pending_page_and_its_answer_is_text() {
     );
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+/// A judge that never answers costs the page its verdicts, not the page: after
+/// `JUDGE_PAGE_DEADLINE` the pending page is served with `judge-failed` findings, and the
+/// plugin is then approved.
+#[test]
+fn a_silent_judge_does_not_hold_the_pending_page() {
+    let (url, asked) = super::lint::scripted_judge(|_| None);
+    let work = Work::new();
+    std::fs::write(
+        work.dir.path().join("toolhost.toml"),
+        "[lint]\njudge = true\n",
+    )
+    .unwrap();
+    let (_serve, admin) = work.serve_with(
+        &[],
+        &[
+            ("TOOLHOST_LLM_BASE_URL", url.as_str()),
+            ("TOOLHOST_LLM_MODEL", "judge"),
+            ("TOOLHOST_LLM_PROVIDER", "openai"),
+        ],
+    );
+    let cookie = login(&admin, &work.token);
+    let r = get(&admin, "/console/pending", Some(&cookie));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(asked.load(Ordering::SeqCst) >= 1);
+    let calc = section(&r.body, "calc");
+    assert!(
+        calc.contains("the judge did not answer within 20 s"),
+        "{calc}"
+    );
+    let field = |name: &str| form_field(&r.body, "calc", "/console/pending/approve", name);
+    let approved = post(
+        &admin,
+        "/console/pending/approve",
+        Some(&cookie),
+        &[("Origin", &format!("http://{admin}"))],
+        &form(&[
+            ("csrf", &field("csrf")),
+            ("name", "calc"),
+            ("digest", &field("digest")),
+            ("request", &field("request")),
+            ("keep", "read:0"),
+        ]),
+    );
+    assert_eq!(approved.status, 200, "{}", approved.body);
+}

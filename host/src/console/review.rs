@@ -44,15 +44,36 @@ pub trait DefinitionJudge: Send + Sync {
     ) -> futures::future::BoxFuture<'a, Vec<toolhost_lint::Finding>>;
 }
 
+/// The longest the pending page waits for the judge: a judge that is slow or silent
+/// costs the page its verdicts (`judge-failed`), never the page. Verdicts given before
+/// then are cached, so the next view asks only for the rest.
+pub const JUDGE_PAGE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// The judge's findings on every source of the pending page, asked in one call (so one
-/// page view spends at most one token budget), by source.
+/// page view spends at most one token budget), within [`JUDGE_PAGE_DEADLINE`].
 async fn judged(
     judge: Option<&dyn DefinitionJudge>,
     subjects: &[toolhost_lint::Subject],
 ) -> Vec<toolhost_lint::Finding> {
-    match judge {
-        Some(j) if !subjects.is_empty() => j.judge(subjects).await,
-        _ => Vec::new(),
+    let Some(j) = judge.filter(|_| !subjects.is_empty()) else {
+        return Vec::new();
+    };
+    match tokio::time::timeout(JUDGE_PAGE_DEADLINE, j.judge(subjects)).await {
+        Ok(findings) => findings,
+        Err(_) => subjects
+            .iter()
+            .map(|s| {
+                toolhost_lint::Finding::new(
+                    toolhost_lint::Rule::JudgeFailed,
+                    s,
+                    "",
+                    format!(
+                        "the judge did not answer within {} s; reload the page to ask again",
+                        JUDGE_PAGE_DEADLINE.as_secs()
+                    ),
+                )
+            })
+            .collect(),
     }
 }
 
