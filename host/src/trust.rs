@@ -39,7 +39,7 @@ mod review;
 pub use candidate::{Candidate, CandidateError, file_source};
 pub use mcp::{McpWithheld, connect_mcp, mcp_tool_def};
 pub use mcp_board::{
-    HeldServer, McpApproveError, McpBoard, McpPins, approve_mcp_defs, defs_digest,
+    HeldServer, McpApproveError, McpBoard, McpPins, approve_mcp_pins, chosen_pins, defs_digest,
 };
 pub use offer::LoadRules;
 use offer::PrepareJob;

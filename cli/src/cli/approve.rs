@@ -28,6 +28,10 @@ pub struct ApproveArgs {
     /// versioned approval.
     #[arg(long)]
     pub allow_downgrade: bool,
+    /// With `mcp:SERVER`: approve only this one of its withheld tools (repeatable); the
+    /// others keep their old pin, or none, and stay withheld.
+    #[arg(long = "tool", value_name = "TOOL")]
+    pub tools: Vec<String>,
 }
 
 /// Runs `toolhost approve`.
@@ -35,7 +39,10 @@ pub async fn run(args: ApproveArgs) -> anyhow::Result<ExitCode> {
     let config = super::common::load_config(&args.host)?;
     let dir = super::common::plugins_dir(&args.host, &config);
     if let Some(server) = args.name.strip_prefix("mcp:") {
-        return super::mcp_trust::approve(&config, &dir, server, args.yes).await;
+        return super::mcp_trust::approve(&config, &dir, server, &args.tools, args.yes).await;
+    }
+    if !args.tools.is_empty() {
+        bail!("--tool chooses among the withheld tools of an MCP server: give mcp:SERVER");
     }
     if let Some(skill) = args.name.strip_prefix("skill:") {
         let Some(folder) = super::common::skills_dir(&args.host, &config) else {

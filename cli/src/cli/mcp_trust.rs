@@ -12,11 +12,13 @@ use toolhost::config::HostConfig;
 use toolhost::trust::{clean, mcp_tool_def};
 use toolhost_trust::{Capabilities, DefStore, Diff, Lock, ToolDef};
 
-/// Approves the tools of MCP server `server` as it describes them now.
+/// Approves the tools of MCP server `server` as it describes them now: of those withheld,
+/// only `only` when it names any (`toolhost::trust::chosen_pins`).
 pub async fn approve(
     config: &HostConfig,
     dir: &Path,
     server: &str,
+    only: &[String],
     yes: bool,
 ) -> anyhow::Result<ExitCode> {
     let Some(cfg) = config.mcp.servers.get(server) else {
@@ -56,8 +58,23 @@ pub async fn approve(
             entry.approved_at
         );
     }
-    super::common::confirm(yes, &format!("approve the tools of mcp server {server}?"))?;
-    let lock_path = toolhost::trust::approve_mcp_defs(dir, server, &defs)?;
-    println!("approved mcp:{server}: {}", lock_path.display());
+    let only = (!only.is_empty()).then_some(only);
+    let old = lock
+        .mcp
+        .get(server)
+        .map(|e| e.tools.clone())
+        .unwrap_or_default();
+    let (pins, approved) =
+        toolhost::trust::chosen_pins(server, &old, &defs, only, config.trust.options())?;
+    let what = match only {
+        Some(_) => format!(
+            "these tools of mcp server {server}: {}",
+            clean(&approved.join(", "))
+        ),
+        None => format!("the tools of mcp server {server}"),
+    };
+    super::common::confirm(yes, &format!("approve {what}?"))?;
+    let lock_path = toolhost::trust::approve_mcp_pins(dir, server, &defs, pins)?;
+    println!("approved {what}: {}", lock_path.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -128,6 +128,11 @@ impl Work {
         (s, admin)
     }
 
+    /// Writes `toolhost.toml` (the host config `serve` and the commands read) with `text`.
+    pub fn configure(&self, text: &str) {
+        std::fs::write(self.dir.path().join("toolhost.toml"), text).unwrap();
+    }
+
     /// The lock's text.
     pub fn lock(&self) -> String {
         std::fs::read_to_string(self.plugins.join("toolhost.lock")).unwrap()
@@ -652,7 +657,7 @@ fn a_gigabyte_audit_trail_pages_in_bounded_memory() {
 
 /// The value of hidden input `name` in the form of `action` of the pending section of MCP
 /// server `server`.
-fn server_field(page: &str, server: &str, action: &str, name: &str) -> String {
+pub(super) fn server_field(page: &str, server: &str, action: &str, name: &str) -> String {
     let data_name = format!("mcp:{server}");
     section_field(
         page,
@@ -664,7 +669,7 @@ fn server_field(page: &str, server: &str, action: &str, name: &str) -> String {
 }
 
 /// The names of the tools `serve` at `addr` lists to a client.
-fn tool_names(addr: &str) -> Vec<String> {
+pub(super) fn tool_names(addr: &str) -> Vec<String> {
     let r = toolhost_testkit::http::mcp_2026(
         addr,
         "tools/list",
@@ -695,18 +700,14 @@ fn a_wrapped_servers_withheld_tools_are_approved_from_the_console() {
         return;
     };
     let work = Work::new();
-    std::fs::write(
-        work.dir.path().join("toolhost.toml"),
-        format!(
-            "[trust]\nrequire_approval = \"all\"\n\
+    work.configure(&format!(
+        "[trust]\nrequire_approval = \"all\"\n\
              [mcp.servers.slow]\ncommand = {:?}\nargs = [{:?}]\ndefault_risk = \"read-only\"\n",
-            python.display().to_string(),
-            toolhost_testkit::peers::mcp_fixture("slow_server.py")
-                .display()
-                .to_string()
-        ),
-    )
-    .unwrap();
+        python.display().to_string(),
+        toolhost_testkit::peers::mcp_fixture("slow_server.py")
+            .display()
+            .to_string()
+    ));
     let (serve, admin) = work.serve(&[]);
     let addr = serve.addr();
     assert!(

@@ -32,15 +32,19 @@ fn section<'a>(page: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no pending section of {name} in:\n{page}"))
 }
 
-#[test]
-fn the_judge_is_asked_on_the_pending_page_and_its_answer_is_text() {
-    let (url, asked) = super::lint::scripted_judge(judging);
+/// The console's set-up with `[lint] judge = true` and a scripted judge answering with
+/// `answer`: the work, the running serve, the admin address and the judge's request count.
+fn judged_console(
+    answer: super::lint::JudgeAnswer,
+) -> (
+    Work,
+    toolhost_testkit::serve::ServeHttp,
+    String,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let (url, asked) = super::lint::scripted_judge(answer);
     let work = Work::new();
-    std::fs::write(
-        work.dir.path().join("toolhost.toml"),
-        "[lint]\njudge = true\n",
-    )
-    .unwrap();
+    work.configure("[lint]\njudge = true\n");
     let (serve, admin) = work.serve_with(
         &[],
         &[
@@ -49,6 +53,12 @@ fn the_judge_is_asked_on_the_pending_page_and_its_answer_is_text() {
             ("TOOLHOST_LLM_PROVIDER", "openai"),
         ],
     );
+    (work, serve, admin, asked)
+}
+
+#[test]
+fn the_judge_is_asked_on_the_pending_page_and_its_answer_is_text() {
+    let (work, serve, admin, asked) = judged_console(judging);
     let cookie = login(&admin, &work.token);
     assert_eq!(asked.load(Ordering::SeqCst), 0, "asked before any page");
 
@@ -101,21 +111,7 @@ fn the_judge_is_asked_on_the_pending_page_and_its_answer_is_text() {
 /// plugin is then approved.
 #[test]
 fn a_silent_judge_does_not_hold_the_pending_page() {
-    let (url, asked) = super::lint::scripted_judge(|_| None);
-    let work = Work::new();
-    std::fs::write(
-        work.dir.path().join("toolhost.toml"),
-        "[lint]\njudge = true\n",
-    )
-    .unwrap();
-    let (_serve, admin) = work.serve_with(
-        &[],
-        &[
-            ("TOOLHOST_LLM_BASE_URL", url.as_str()),
-            ("TOOLHOST_LLM_MODEL", "judge"),
-            ("TOOLHOST_LLM_PROVIDER", "openai"),
-        ],
-    );
+    let (work, _serve, admin, asked) = judged_console(|_| None);
     let cookie = login(&admin, &work.token);
     let r = get(&admin, "/console/pending", Some(&cookie));
     assert_eq!(r.status, 200, "{}", r.body);

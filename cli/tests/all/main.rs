@@ -11,6 +11,7 @@ mod conformance;
 mod console;
 mod console_browser;
 mod console_judge;
+mod console_servers;
 mod deploy;
 mod discovery;
 mod elicit_terminal;

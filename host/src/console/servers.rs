@@ -97,6 +97,13 @@ pub(super) fn section(
                     input type="hidden" name="csrf" value=(nonces.0);
                     input type="hidden" name="server" value=(h.server);
                     input type="hidden" name="digest" value=(h.digest);
+                    input type="hidden" name="choose" value="1";
+                    h3 { "Approve these withheld tools" }
+                    ul.grant {
+                        @for (tool, _) in &h.withheld {
+                            li { label { input type="checkbox" name="tool" value=(tool) checked; " " code { (tool) } } }
+                        }
+                    }
                     button type="submit" class="approve" { "Approve its tools" }
                 }
                 form method="post" action="/console/pending/deny-server" class="deny" {
@@ -132,28 +139,48 @@ fn said(
     )
 }
 
-/// Approves the tools of the form's `server` as they were shown (`digest`).
+/// Approves the tools of the form's `server` as they were shown (`digest`): those ticked
+/// of the withheld ones when the form offers a choice (`choose`), else all.
 pub(super) async fn approve(super::Post { c, s, form }: super::Post) -> Response {
     let server = field(&form, "server").unwrap_or("").to_string();
     let digest = field(&form, "digest").unwrap_or("").to_string();
-    let args = serde_json::json!({"server": server, "digest": digest});
+    let only: Option<Vec<String>> = field(&form, "choose").is_some().then(|| {
+        form.iter()
+            .filter(|(k, _)| k == "tool")
+            .map(|(_, v)| v.clone())
+            .collect()
+    });
+    let args = serde_json::json!({"server": server, "digest": digest, "tools": only});
     let Some(board) = c.0.opts.mcp.clone() else {
         return (StatusCode::NOT_FOUND, "no MCP servers on this serve\n").into_response();
     };
-    match board.approve(&server, &digest) {
+    match board.approve(&server, &digest, only.as_deref()) {
         Ok(tools) => {
             c.record(&s, "console.approve", args, true, None);
             tracing::info!(server = %toolhost_trust::clean(&server), session = %s.label, "console: MCP server's tools approved");
+            let still: Vec<String> = board
+                .held()
+                .into_iter()
+                .filter(|h| h.server == server)
+                .flat_map(|h| h.withheld.into_iter().map(|(t, _)| t))
+                .collect();
             let text = format!(
-                "Approved the tools of mcp:{server} ({}): the lock pins them, and serve offers them now.",
-                tools.join(", ")
+                "Approved the tools of mcp:{server} ({}): the lock pins them, and serve offers them now.{}",
+                tools.join(", "),
+                if still.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Still withheld: {}.", still.join(", "))
+                }
             );
             said(&c, &s, StatusCode::OK, "Approved", &text)
         }
         Err(e) => {
             let status = match e {
                 crate::trust::McpApproveError::Unknown(_) => StatusCode::NOT_FOUND,
-                crate::trust::McpApproveError::Changed(_) => StatusCode::CONFLICT,
+                crate::trust::McpApproveError::Changed(_)
+                | crate::trust::McpApproveError::NotWithheld(..) => StatusCode::CONFLICT,
+                crate::trust::McpApproveError::NoneChosen(_) => StatusCode::UNPROCESSABLE_ENTITY,
                 crate::trust::McpApproveError::NotListed(_) => StatusCode::SERVICE_UNAVAILABLE,
                 crate::trust::McpApproveError::Write(_) => StatusCode::INTERNAL_SERVER_ERROR,
             };

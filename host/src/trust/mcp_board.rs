@@ -1,5 +1,6 @@
 //! MCP servers' pins while `serve` runs, and their approval from anywhere in the library
-//! (`toolhost approve mcp:SERVER` and the operator's console share [`approve_mcp_defs`]).
+//! (`toolhost approve mcp:SERVER` and the operator's console share [`chosen_pins`] and
+//! [`approve_mcp_pins`]).
 //!
 //! - [`McpPins`]: the lock's `[mcp.NAME]` pins as `serve` applies them now. The filter of
 //!   each server's tools reads them at every sync, so a new approval applies as soon as the
@@ -65,17 +66,25 @@ pub enum McpApproveError {
     /// The definitions differ from those the decision was made on.
     #[error("the tools of MCP server {0:?} changed since they were shown; review them again")]
     Changed(String),
+    /// The choice names tools the server does not withhold now.
+    #[error("MCP server {0:?} does not withhold {1}: review it again")]
+    NotWithheld(String, String),
+    /// The choice names no tool.
+    #[error("no tool of MCP server {0:?} was chosen: tick at least one, or deny")]
+    NoneChosen(String),
     /// The lock or the definitions store could not be written.
     #[error("writing the approval: {0}")]
     Write(#[from] toolhost_trust::TrustError),
 }
 
-/// Pins `defs` as the approved tools of MCP server `server` in the lock of `dir` (each
-/// definition saved in the store, for later diffs). Returns the lock's path.
-pub fn approve_mcp_defs(
+/// Pins `pins` (tool name to definition hash) as the approved tools of MCP server
+/// `server` in the lock of `dir`, with `defs` saved in the store for later diffs. Returns
+/// the lock's path.
+pub fn approve_mcp_pins(
     dir: &Path,
     server: &str,
     defs: &[ToolDef],
+    pins: BTreeMap<String, String>,
 ) -> Result<PathBuf, McpApproveError> {
     let lock_path = Lock::path_in(dir);
     let mut lock = Lock::load(&lock_path)?;
@@ -87,11 +96,59 @@ pub fn approve_mcp_defs(
         server.to_string(),
         McpEntry {
             approved_at: toolhost_trust::now_rfc3339(),
-            tools: defs.iter().map(|t| (t.name.clone(), t.hash())).collect(),
+            tools: pins,
         },
     );
     lock.save(&lock_path)?;
     Ok(lock_path)
+}
+
+/// The pins that approve, of `defs` (server `server`'s tools as it lists them now), the
+/// tools withheld under the `old` pins that `only` names (all of them when `None`): those
+/// and the tools offered now are pinned as they are; a withheld tool not chosen keeps its
+/// old pin, or none, and stays withheld; a tool no longer listed is dropped. `only` must
+/// name at least one tool, each withheld now. Returns the pins and the tools approved.
+pub fn chosen_pins(
+    server: &str,
+    old: &BTreeMap<String, String>,
+    defs: &[ToolDef],
+    only: Option<&[String]>,
+    opts: toolhost_trust::TrustOptions,
+) -> Result<(BTreeMap<String, String>, Vec<String>), McpApproveError> {
+    let withheld = |d: &ToolDef| {
+        toolhost_trust::evaluate_mcp_tool(Some(old), d, opts) != McpToolState::Offered
+    };
+    if let Some(only) = only {
+        if only.is_empty() {
+            return Err(McpApproveError::NoneChosen(server.to_string()));
+        }
+        let stray: Vec<&str> = only
+            .iter()
+            .filter(|n| !defs.iter().any(|d| &d.name == *n && withheld(d)))
+            .map(|n| n.as_str())
+            .take(5)
+            .collect();
+        if !stray.is_empty() {
+            return Err(McpApproveError::NotWithheld(
+                server.to_string(),
+                toolhost_trust::clean(&stray.join(", ")),
+            ));
+        }
+    }
+    let chosen = |d: &ToolDef| only.is_none_or(|o| o.contains(&d.name)) || !withheld(d);
+    let mut approved = Vec::new();
+    let mut next = BTreeMap::new();
+    for d in defs {
+        if chosen(d) {
+            next.insert(d.name.clone(), d.hash());
+            if withheld(d) {
+                approved.push(d.name.clone());
+            }
+        } else if let Some(h) = old.get(&d.name) {
+            next.insert(d.name.clone(), h.clone());
+        }
+    }
+    Ok((next, approved))
 }
 
 /// The digest of a set of definitions: what a decision on them names.
@@ -206,9 +263,16 @@ impl McpBoard {
 
     /// Approves the tools of `server` as it lists them now, if their [`defs_digest`] is
     /// `digest`: the lock pins them, the running filters take the new pins, and the
-    /// server's list is synced again so its tools are offered.
-    pub fn approve(&self, server: &str, digest: &str) -> Result<Vec<String>, McpApproveError> {
-        let (client, pins, dir) = {
+    /// server's list is synced again so its tools are offered. `only`: of the tools
+    /// withheld now, approve just these (each must be withheld, at least one); the others
+    /// keep their old pin, or none, and stay withheld. Returns the tools approved.
+    pub fn approve(
+        &self,
+        server: &str,
+        digest: &str,
+        only: Option<&[String]>,
+    ) -> Result<Vec<String>, McpApproveError> {
+        let (client, pins, dir, opts) = {
             let guard = self.0.read().unwrap_or_else(|e| e.into_inner());
             let p = guard
                 .as_ref()
@@ -219,7 +283,7 @@ impl McpBoard {
                 .find(|c| c.server_name() == server)
                 .cloned()
                 .ok_or_else(|| McpApproveError::Unknown(server.to_string()))?;
-            (c, p.pins.clone(), p.dir.clone())
+            (c, p.pins.clone(), p.dir.clone(), p.opts)
         };
         let tools = client
             .cached_tools()
@@ -228,12 +292,11 @@ impl McpBoard {
         if defs_digest(&defs) != digest {
             return Err(McpApproveError::Changed(server.to_string()));
         }
-        approve_mcp_defs(&dir, server, &defs)?;
-        pins.set(
-            server,
-            defs.iter().map(|t| (t.name.clone(), t.hash())).collect(),
-        );
+        let old = pins.get(server).unwrap_or_default();
+        let (next, approved) = chosen_pins(server, &old, &defs, only, opts)?;
+        approve_mcp_pins(&dir, server, &defs, next.clone())?;
+        pins.set(server, next);
         client.tools_changed();
-        Ok(defs.into_iter().map(|d| d.name).collect())
+        Ok(approved)
     }
 }
