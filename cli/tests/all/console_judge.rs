@@ -56,6 +56,24 @@ fn judged_console(
     (work, serve, admin, asked)
 }
 
+/// Approves `calc` with its folder, from the form of the pending page `page`.
+fn approve_calc(admin: &str, cookie: &str, page: &str) -> toolhost_testkit::http::Response {
+    let field = |name: &str| form_field(page, "calc", "/console/pending/approve", name);
+    post(
+        admin,
+        "/console/pending/approve",
+        Some(cookie),
+        &[("Origin", &format!("http://{admin}"))],
+        &form(&[
+            ("csrf", &field("csrf")),
+            ("name", "calc"),
+            ("digest", &field("digest")),
+            ("request", &field("request")),
+            ("keep", "read:0"),
+        ]),
+    )
+}
+
 #[test]
 fn the_judge_is_asked_on_the_pending_page_and_its_answer_is_text() {
     let (work, serve, admin, asked) = judged_console(judging);
@@ -89,20 +107,7 @@ fn the_judge_is_asked_on_the_pending_page_and_its_answer_is_text() {
     assert_eq!(asked.load(Ordering::SeqCst), calls);
 
     // The judge informs and blocks nothing: the benign plugin is approved.
-    let field = |name: &str| form_field(&again, "calc", "/console/pending/approve", name);
-    let r = post(
-        &admin,
-        "/console/pending/approve",
-        Some(&cookie),
-        &[("Origin", &format!("http://{admin}"))],
-        &form(&[
-            ("csrf", &field("csrf")),
-            ("name", "calc"),
-            ("digest", &field("digest")),
-            ("request", &field("request")),
-            ("keep", "read:0"),
-        ]),
-    );
+    let r = approve_calc(&admin, &cookie, &again);
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
@@ -121,19 +126,6 @@ fn a_silent_judge_does_not_hold_the_pending_page() {
         calc.contains("the judge did not answer within 20 s"),
         "{calc}"
     );
-    let field = |name: &str| form_field(&r.body, "calc", "/console/pending/approve", name);
-    let approved = post(
-        &admin,
-        "/console/pending/approve",
-        Some(&cookie),
-        &[("Origin", &format!("http://{admin}"))],
-        &form(&[
-            ("csrf", &field("csrf")),
-            ("name", "calc"),
-            ("digest", &field("digest")),
-            ("request", &field("request")),
-            ("keep", "read:0"),
-        ]),
-    );
+    let approved = approve_calc(&admin, &cookie, &r.body);
     assert_eq!(approved.status, 200, "{}", approved.body);
 }
